@@ -1,0 +1,43 @@
+import { randomBytes } from 'node:crypto';
+import { MongoClient } from 'mongodb';
+import { startEmbeddedServer } from '../../src/db/embedded/server.js';
+
+export interface TestDatabase {
+  /** Connection string including the database name. */
+  uri: string;
+  dbName: string;
+  /** Drops the database (real MongoDB) or stops the engine (embedded). */
+  stop(): Promise<void>;
+}
+
+/**
+ * A fresh database for one test file: on the real MongoDB named by
+ * `MONGODB_URI` when set, otherwise on an embedded engine on a free loopback port.
+ */
+export async function startTestDatabase(): Promise<TestDatabase> {
+  const dbName = `test_${randomBytes(6).toString('hex')}`;
+  const external = process.env.MONGODB_URI;
+  if (external) {
+    const uri = withDatabase(external, dbName);
+    return {
+      uri,
+      dbName,
+      async stop() {
+        const client = await MongoClient.connect(uri);
+        try {
+          await client.db(dbName).dropDatabase();
+        } finally {
+          await client.close();
+        }
+      },
+    };
+  }
+  const server = await startEmbeddedServer({ host: '127.0.0.1', port: 0 });
+  return { uri: withDatabase(server.uri, dbName), dbName, stop: () => server.close() };
+}
+
+function withDatabase(uri: string, dbName: string): string {
+  const url = new URL(uri);
+  url.pathname = `/${dbName}`;
+  return url.toString();
+}
