@@ -1,0 +1,127 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { z } from 'zod';
+
+/** The answer to a payment: the wallet was charged, or it held too little and nothing was charged. */
+export type PaymentOutcome = 'paid' | 'insufficient-funds';
+/** What the provider knows about an order id: charged, answered "too low", or never seen. */
+export type PaymentState = 'paid' | 'unpaid' | 'unknown';
+
+export interface Certification {
+  cert: boolean;
+  teenager: boolean;
+}
+
+/** The provider could not be reached or answered something unexpected. */
+export class SsoUnavailableError extends Error {
+  override readonly name = 'SsoUnavailableError';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** The external single-sign-on provider of the official deployment (CONTRACT §6). */
+export interface SsoClient {
+  /**
+   * Charges `amount` money units to the user's wallet under `order`. The provider charges an
+   * order id at most once, so asking again with the same order returns the first answer.
+   */
+  pay(payment: { user: string; order: string; amount: number }): Promise<PaymentOutcome>;
+  paymentState(order: string): Promise<PaymentState>;
+  certification(user: string): Promise<Certification>;
+}
+
+export interface SsoClientOptions {
+  /** Base URL, with or without a trailing `/`. */
+  url: string;
+  secret: string;
+  /** Per attempt; default 3000. */
+  timeoutMs?: number;
+  /** Total attempts for transport failures, timeouts, 5xx and 429; default 3. */
+  attempts?: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 3000;
+const DEFAULT_ATTEMPTS = 3;
+/** Waits before the 2nd, 3rd, … attempt; the last one repeats. */
+const BACKOFF_MS = [100, 300, 900] as const;
+
+const paymentAnswer = z.object({ status: z.literal(true), type: z.boolean() });
+const paymentStateAnswer = z.object({ status: z.literal(true), state: z.enum(['paid', 'unpaid', 'unknown']) });
+const certificationAnswer = z.object({ status: z.literal(true), cert: z.boolean(), teenager: z.boolean() });
+
+export function createSsoClient(options: SsoClientOptions): SsoClient {
+  const base = new URL(options.url.endsWith('/') ? options.url : `${options.url}/`);
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const attempts = options.attempts ?? DEFAULT_ATTEMPTS;
+  if (!Number.isInteger(attempts) || attempts < 1) throw new RangeError('attempts must be a positive integer');
+  if (!(timeoutMs > 0)) throw new RangeError('timeoutMs must be positive');
+  const headers = {
+    authorization: `Bearer ${options.secret}`,
+    'content-type': 'application/json',
+    accept: 'application/json',
+  };
+
+  /** One call, retried only when no well-formed answer came back; the body is resent unchanged. */
+  async function call<T>(path: string, body: object, schema: z.ZodType<T>): Promise<T> {
+    const url = new URL(path, base);
+    const payload = JSON.stringify(body);
+    let lastFailure: { reason: string; cause?: unknown } = { reason: 'was not called' };
+    for (let attempt = 1; attempt <= attempts; attempt += 1) {
+      if (attempt > 1) await sleep(BACKOFF_MS[Math.min(attempt - 2, BACKOFF_MS.length - 1)] ?? 0);
+      const signal = AbortSignal.timeout(timeoutMs);
+      let status: number;
+      let text: string;
+      try {
+        // A redirect is an unexpected answer: following it could send the secret elsewhere.
+        const response = await fetch(url, { method: 'POST', headers, body: payload, signal, redirect: 'manual' });
+        status = response.status;
+        text = await response.text();
+      } catch (error) {
+        const timedOut = error instanceof Error && error.name === 'TimeoutError';
+        lastFailure = { reason: timedOut ? `did not answer within ${timeoutMs} ms` : 'could not be reached', cause: error };
+        continue;
+      }
+      if (status >= 500 || status === 429) {
+        lastFailure = { reason: `answered HTTP ${status}` };
+        continue;
+      }
+      if (status < 200 || status > 299) throw unavailable(path, `answered HTTP ${status}`);
+      return parseAnswer(path, text, schema);
+    }
+    throw unavailable(path, `${lastFailure.reason} (${attempts} attempt${attempts === 1 ? '' : 's'})`, lastFailure.cause);
+  }
+
+  return {
+    async pay({ user, order, amount }) {
+      if (!Number.isFinite(amount) || amount <= 0) throw new RangeError('amount must be a positive number');
+      const answer = await call('app/payment', { user, order, amount }, paymentAnswer);
+      return answer.type ? 'paid' : 'insufficient-funds';
+    },
+    async paymentState(order) {
+      const answer = await call('app/payment/status', { order }, paymentStateAnswer);
+      return answer.state;
+    },
+    async certification(user) {
+      const answer = await call('app/cert', { user }, certificationAnswer);
+      return { cert: answer.cert, teenager: answer.teenager };
+    },
+  };
+}
+
+function parseAnswer<T>(path: string, text: string, schema: z.ZodType<T>): T {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw unavailable(path, 'answered something that is not JSON', error);
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) throw unavailable(path, 'answered an unexpected body', parsed.error);
+  return parsed.data;
+}
+
+// Messages name the path only: never the secret, nor a URL that might carry credentials.
+function unavailable(path: string, reason: string, cause?: unknown): SsoUnavailableError {
+  return new SsoUnavailableError(`SSO provider unavailable: POST /${path} ${reason}`, { cause });
+}
