@@ -1,0 +1,271 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { timingSafeEqual } from 'node:crypto';
+import { once } from 'node:events';
+import { z } from 'zod';
+
+/**
+ * A local stand-in for the external SSO provider (CONTRACT §6): wallets, payments charged at most
+ * once per order id, payment status and certification flags, plus faults for tests.
+ */
+
+export interface SsoStubUser {
+  /** Money units; kept internally as integer hundredths so that repeated charges never drift. */
+  wallet: number;
+  cert: boolean;
+  teenager: boolean;
+}
+
+export interface SsoStubFaults {
+  /** Answer 503 to everything. */
+  down?: boolean;
+  /** Wait this long before answering (payments are charged first, as a slow provider would). */
+  delayMs?: number;
+  /** Charge the order, then destroy the socket without answering, this many times. */
+  loseNextPaymentAnswers?: number;
+  /** Answer 200 with a body that is not JSON, changing nothing. */
+  garbage?: boolean;
+}
+
+export interface SsoStubCall {
+  path: string;
+  /** The parsed JSON body, the raw text when it was not JSON, or `undefined` when empty. */
+  body: unknown;
+}
+
+export interface SsoStub {
+  /** `http://HOST:PORT` */
+  readonly url: string;
+  /** Current wallet in money units. */
+  wallet(user: string): number;
+  setUser(user: string, data: Partial<SsoStubUser>): void;
+  setFaults(faults: SsoStubFaults): void;
+  /** Every request received, in order, including refused ones. */
+  readonly calls: SsoStubCall[];
+  /** Order ids charged, in the order they were charged. */
+  paidOrders(): string[];
+  close(): Promise<void>;
+}
+
+export interface SsoStubOptions {
+  secret: string;
+  users?: Record<string, Partial<SsoStubUser>>;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0: a free port. */
+  port?: number;
+}
+
+/** At most two decimal digits, as money is kept in integer hundredths. */
+const money = z
+  .number()
+  .refine((value) => Number.isSafeInteger(Math.round(value * 100)) && Math.abs(value * 100 - Math.round(value * 100)) < 1e-6, {
+    message: 'must have at most two decimal digits',
+  });
+
+export const stubUserSchema = z.strictObject({
+  wallet: money.refine((value) => value >= 0, { message: 'must not be negative' }).optional(),
+  cert: z.boolean().optional(),
+  teenager: z.boolean().optional(),
+});
+
+const paymentRequest = z.object({
+  user: z.string().min(1),
+  order: z.string().min(1),
+  amount: money.refine((value) => value > 0, { message: 'must be positive' }),
+});
+const paymentStatusRequest = z.object({ order: z.string().min(1) });
+const certificationRequest = z.object({ user: z.string().min(1) });
+
+const MAX_BODY_BYTES = 64 * 1024;
+
+interface Account {
+  walletCents: number;
+  cert: boolean;
+  teenager: boolean;
+}
+
+type Reply =
+  | { status: number; json: unknown; headers?: Record<string, string> }
+  | { status: number; text: string }
+  | 'lose-answer';
+
+type Body = { kind: 'json'; value: unknown } | { kind: 'text'; text: string } | { kind: 'empty' } | { kind: 'too-large' };
+
+export async function startSsoStub(options: SsoStubOptions): Promise<SsoStub> {
+  if (options.secret === '') throw new Error('the SSO stub needs a non-empty secret');
+  const expectedAuthorization = Buffer.from(`Bearer ${options.secret}`);
+  const accounts = new Map<string, Account>();
+  /** The first answer given to each order id: `true` paid, `false` wallet too low. */
+  const orders = new Map<string, boolean>();
+  const calls: SsoStubCall[] = [];
+  const pendingDelays = new Set<NodeJS.Timeout>();
+  let faults: SsoStubFaults = {};
+
+  function account(user: string): Account {
+    return accounts.get(user) ?? { walletCents: 0, cert: false, teenager: false };
+  }
+
+  function setUser(user: string, data: Partial<SsoStubUser>): void {
+    const parsed = stubUserSchema.safeParse(data);
+    if (!parsed.success) throw new Error(`invalid SSO stub user ${JSON.stringify(user)}: ${z.prettifyError(parsed.error)}`);
+    const current = account(user);
+    accounts.set(user, {
+      walletCents: parsed.data.wallet === undefined ? current.walletCents : toCents(parsed.data.wallet),
+      cert: parsed.data.cert ?? current.cert,
+      teenager: parsed.data.teenager ?? current.teenager,
+    });
+  }
+
+  for (const [user, data] of Object.entries(options.users ?? {})) setUser(user, data);
+
+  function pay(request: z.infer<typeof paymentRequest>): boolean {
+    const first = orders.get(request.order);
+    if (first !== undefined) return first;
+    const payer = account(request.user);
+    const amountCents = toCents(request.amount);
+    const paid = payer.walletCents >= amountCents;
+    if (paid) accounts.set(request.user, { ...payer, walletCents: payer.walletCents - amountCents });
+    orders.set(request.order, paid);
+    return paid;
+  }
+
+  const routes = new Map<string, (body: unknown) => Reply>([
+    [
+      '/app/payment',
+      (body) => {
+        const request = paymentRequest.safeParse(body);
+        if (!request.success) return invalid(request.error);
+        const paid = pay(request.data);
+        if ((faults.loseNextPaymentAnswers ?? 0) > 0) {
+          faults = { ...faults, loseNextPaymentAnswers: (faults.loseNextPaymentAnswers ?? 0) - 1 };
+          return 'lose-answer';
+        }
+        return json(200, { status: true, type: paid });
+      },
+    ],
+    [
+      '/app/payment/status',
+      (body) => {
+        const request = paymentStatusRequest.safeParse(body);
+        if (!request.success) return invalid(request.error);
+        const first = orders.get(request.data.order);
+        return json(200, { status: true, state: first === undefined ? 'unknown' : first ? 'paid' : 'unpaid' });
+      },
+    ],
+    [
+      '/app/cert',
+      (body) => {
+        const request = certificationRequest.safeParse(body);
+        if (!request.success) return invalid(request.error);
+        const { cert, teenager } = account(request.data.user);
+        return json(200, { status: true, cert, teenager });
+      },
+    ],
+  ]);
+
+  /** Faults first, then authentication, path, method and body, then the route itself. */
+  function reply(request: IncomingMessage, path: string, body: Body): Reply {
+    if (faults.down) return json(503, { status: false, message: 'service unavailable' });
+    if (faults.garbage) return { status: 200, text: '<html>502 Bad Gateway</html>' };
+    if (!isAuthorized(request.headers.authorization)) {
+      return json(401, { status: false, message: 'unauthorized' }, { 'www-authenticate': 'Bearer' });
+    }
+    const route = routes.get(path);
+    if (route === undefined) return json(404, { status: false, message: 'not found' });
+    if (request.method !== 'POST') return json(405, { status: false, message: 'method not allowed' }, { allow: 'POST' });
+    if (body.kind === 'too-large') return json(413, { status: false, message: 'the body is too large' });
+    if (body.kind !== 'json') return json(400, { status: false, message: 'the body must be JSON' });
+    return route(body.value);
+  }
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const path = new URL(request.url ?? '/', 'http://stub').pathname;
+    const body = await readBody(request);
+    calls.push({ path, body: body.kind === 'json' ? body.value : body.kind === 'text' ? body.text : undefined });
+    const result = reply(request, path, body);
+    if (faults.delayMs) await delay(faults.delayMs);
+    if (response.destroyed) return;
+    if (result === 'lose-answer') {
+      request.socket.destroy();
+    } else if ('text' in result) {
+      response.writeHead(result.status, { 'content-type': 'text/html' }).end(result.text);
+    } else {
+      response.writeHead(result.status, { ...result.headers, 'content-type': 'application/json' });
+      response.end(JSON.stringify(result.json));
+    }
+  }
+
+  function isAuthorized(header: string | undefined): boolean {
+    const given = Buffer.from(header ?? '');
+    return given.length === expectedAuthorization.length && timingSafeEqual(given, expectedAuthorization);
+  }
+
+  function delay(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        pendingDelays.delete(timer);
+        resolve();
+      }, ms);
+      pendingDelays.add(timer);
+    });
+  }
+
+  const server = createServer((request, response) => {
+    // Only a request cut off while its body was read ends up here; there is no one left to answer.
+    handle(request, response).catch(() => request.socket.destroy());
+  });
+  const host = options.host ?? '127.0.0.1';
+  server.listen(options.port ?? 0, host);
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    wallet: (user) => account(user).walletCents / 100,
+    setUser,
+    setFaults(next) {
+      faults = { ...next };
+    },
+    calls,
+    paidOrders: () => [...orders].filter(([, paid]) => paid).map(([order]) => order),
+    async close() {
+      for (const timer of pendingDelays) clearTimeout(timer);
+      pendingDelays.clear();
+      const closed = once(server, 'close');
+      server.close();
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
+
+function toCents(amount: number): number {
+  return Math.round(amount * 100);
+}
+
+function json(status: number, body: unknown, headers?: Record<string, string>): Reply {
+  return headers === undefined ? { status, json: body } : { status, json: body, headers };
+}
+
+function invalid(error: z.ZodError): Reply {
+  return json(400, { status: false, message: z.prettifyError(error) });
+}
+
+async function readBody(request: IncomingMessage): Promise<Body> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  // An oversized body is still read to its end, so that the answer can be delivered.
+  for await (const chunk of request) {
+    size += (chunk as Buffer).length;
+    if (size <= MAX_BODY_BYTES) chunks.push(chunk as Buffer);
+  }
+  if (size > MAX_BODY_BYTES) return { kind: 'too-large' };
+  if (size === 0) return { kind: 'empty' };
+  const text = Buffer.concat(chunks).toString('utf8');
+  try {
+    return { kind: 'json', value: JSON.parse(text) };
+  } catch {
+    return { kind: 'text', text };
+  }
+}
