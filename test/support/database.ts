@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { MongoClient } from 'mongodb';
 import { startEmbeddedServer } from '../../src/db/embedded/server.js';
+import { withDatabaseName } from '../../src/db/uri.js';
 
 export interface TestDatabase {
   /** Connection string including the database name. */
@@ -18,7 +19,7 @@ export async function startTestDatabase(): Promise<TestDatabase> {
   const dbName = `test_${randomBytes(6).toString('hex')}`;
   const external = process.env.MONGODB_URI;
   if (external) {
-    const uri = withDatabase(external, dbName);
+    const uri = withDatabaseName(external, dbName);
     return {
       uri,
       dbName,
@@ -33,11 +34,5 @@ export async function startTestDatabase(): Promise<TestDatabase> {
     };
   }
   const server = await startEmbeddedServer({ host: '127.0.0.1', port: 0 });
-  return { uri: withDatabase(server.uri, dbName), dbName, stop: () => server.close() };
-}
-
-function withDatabase(uri: string, dbName: string): string {
-  const url = new URL(uri);
-  url.pathname = `/${dbName}`;
-  return url.toString();
+  return { uri: withDatabaseName(server.uri, dbName), dbName, stop: () => server.close() };
 }

@@ -1,0 +1,63 @@
+import { expressMiddleware } from '@as-integrations/express5';
+import express, { type Express } from 'express';
+import { Authenticator } from './auth/authenticator.js';
+import { callerOf, requireCaller } from './auth/require-caller.js';
+import { createRequestContext } from './context.js';
+import type { Database } from './db/database.js';
+import { createApolloServer } from './graphql/apollo.js';
+import { buildSchema } from './graphql/schema.js';
+
+export interface GatewayOptions {
+  database: Database;
+  /** Key that signs and verifies access tokens. */
+  tokenKey: Uint8Array;
+  production: boolean;
+}
+
+export interface Gateway {
+  app: Express;
+  /** Stops the GraphQL server; the caller closes the HTTP server and the database. */
+  stop(): Promise<void>;
+}
+
+const JSON_BODY_LIMIT = '100kb';
+const GRAPHQL_UNAUTHORIZED = {
+  errors: [{ message: 'missing or invalid credentials', extensions: { code: 'UNAUTHENTICATED' } }],
+};
+
+export async function createGateway(options: GatewayOptions): Promise<Gateway> {
+  const { database } = options;
+  const authenticator = new Authenticator(options.tokenKey, database.stores.accounts);
+  const apollo = createApolloServer(buildSchema(), { production: options.production });
+  await apollo.start();
+
+  const app = express();
+  app.disable('x-powered-by');
+
+  app.get('/healthz', (_request, response) => {
+    response.json({ status: 'ok' });
+  });
+  app.get('/readyz', async (_request, response) => {
+    try {
+      await database.ping(1_000);
+      response.json({ status: 'ready' });
+    } catch {
+      response.status(503).json({ status: 'database unavailable' });
+    }
+  });
+
+  app.use(
+    '/graphql',
+    requireCaller(authenticator, GRAPHQL_UNAUTHORIZED),
+    express.json({ limit: JSON_BODY_LIMIT }),
+    expressMiddleware(apollo, {
+      context: async ({ res }) => createRequestContext(database.stores, callerOf(res)),
+    }),
+  );
+
+  app.use((request, response) => {
+    response.status(404).json({ status: false, error: `no such endpoint: ${request.method} ${request.path}` });
+  });
+
+  return { app, stop: () => apollo.stop() };
+}

@@ -1,0 +1,35 @@
+import { SignJWT, jwtVerify } from 'jose';
+
+const ALGORITHM = 'HS256';
+/** Tolerated difference between our clock and the issuer's, for `exp` and `nbf`. */
+const CLOCK_TOLERANCE_SECONDS = 30;
+/** A positive decimal integer with no sign, no leading zero and no padding. */
+const USER_ID_PATTERN = /^[1-9][0-9]{0,15}$/;
+
+export function secretKey(secret: string): Uint8Array {
+  return new TextEncoder().encode(secret);
+}
+
+export async function signAccessToken(key: Uint8Array, userId: number, expiresIn = '24h'): Promise<string> {
+  return new SignJWT({})
+    .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
+    .setSubject(String(userId))
+    .setIssuedAt()
+    .setExpirationTime(expiresIn)
+    .sign(key);
+}
+
+/** The user id of a valid token, or null for anything else (bad signature, other algorithm, expired, bad `sub`). */
+export async function verifyAccessToken(key: Uint8Array, token: string): Promise<number | null> {
+  try {
+    const { payload } = await jwtVerify(token, key, {
+      algorithms: [ALGORITHM],
+      clockTolerance: CLOCK_TOLERANCE_SECONDS,
+    });
+    if (typeof payload.sub !== 'string' || !USER_ID_PATTERN.test(payload.sub)) return null;
+    const userId = Number(payload.sub);
+    return Number.isSafeInteger(userId) ? userId : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,34 @@
+import type { AccountStore } from '../accounts/account.store.js';
+import { API_KEY_PREFIX, hashApiKey } from './api-key.js';
+import { verifyAccessToken } from './access-token.js';
+
+export interface Caller {
+  userId: number;
+}
+
+/** Tokens and keys are printable ASCII without spaces; anything else is refused before any lookup. */
+const CREDENTIAL_PATTERN = /^[\x21-\x7e]{1,4096}$/;
+
+/** Turns an `Authorization` header (`Bearer <credential>` or the bare credential) into a caller. */
+export class Authenticator {
+  constructor(
+    private readonly key: Uint8Array,
+    private readonly accounts: AccountStore,
+  ) {}
+
+  async authenticate(authorization: string | undefined): Promise<Caller | null> {
+    const credential = credentialOf(authorization);
+    if (credential === null) return null;
+    const userId = credential.startsWith(API_KEY_PREFIX)
+      ? await this.accounts.userIdForApiKeyHash(hashApiKey(credential))
+      : await verifyAccessToken(this.key, credential);
+    return userId === null ? null : { userId };
+  }
+}
+
+function credentialOf(authorization: string | undefined): string | null {
+  if (authorization === undefined) return null;
+  const value = authorization.trim();
+  const credential = /^bearer\s/i.test(value) ? value.slice(7).trim() : value;
+  return CREDENTIAL_PATTERN.test(credential) ? credential : null;
+}

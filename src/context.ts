@@ -1,0 +1,26 @@
+import type { AccountStore } from './accounts/account.store.js';
+import type { Caller } from './auth/authenticator.js';
+import { BillingService } from './billing/billing.service.js';
+import { ConversationService } from './conversations/conversation.service.js';
+import type { ConversationStore } from './conversations/conversation.store.js';
+
+/** Long-lived collaborators shared by every request. */
+export interface Stores {
+  accounts: AccountStore;
+  conversations: ConversationStore;
+}
+
+/** What every resolver sees: the caller and that caller's services, with fresh DataLoaders. */
+export interface RequestContext {
+  caller: Caller;
+  conversations: ConversationService;
+  billing: BillingService;
+}
+
+export function createRequestContext(stores: Stores, caller: Caller): RequestContext {
+  return {
+    caller,
+    conversations: new ConversationService(stores.conversations, caller.userId),
+    billing: new BillingService(stores.accounts, caller.userId),
+  };
+}

@@ -1,0 +1,45 @@
+import { Schema, type Connection, type Model } from 'mongoose';
+
+export interface MessageRecord {
+  role: string;
+  content: string;
+}
+
+export interface ConversationRecord {
+  userId: number;
+  /** Per-user id, unique among the owner's conversations and never reused. */
+  id: number;
+  name: string;
+  model: string;
+  enableWeb: boolean;
+  /** Absent when a query projected message bodies away. */
+  messages?: MessageRecord[];
+}
+
+export type ConversationModel = Model<ConversationRecord>;
+
+const messageSchema = new Schema<MessageRecord>(
+  {
+    role: { type: String, required: true },
+    content: { type: String, required: true },
+  },
+  { _id: false },
+);
+
+const conversationSchema = new Schema<ConversationRecord>(
+  {
+    userId: { type: Number, required: true },
+    id: { type: Number, required: true },
+    name: { type: String, required: true },
+    model: { type: String, required: true },
+    enableWeb: { type: Boolean, required: true, default: false },
+    messages: { type: [messageSchema], default: [] },
+  },
+  { collection: 'conversations', timestamps: true, versionKey: false },
+);
+// Serves every read: a user's conversations newest first, and lookups by (userId, id).
+conversationSchema.index({ userId: 1, id: -1 }, { unique: true });
+
+export function conversationModel(connection: Connection): ConversationModel {
+  return connection.model<ConversationRecord>('Conversation', conversationSchema);
+}

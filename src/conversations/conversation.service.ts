@@ -1,0 +1,66 @@
+import DataLoader from 'dataloader';
+import { userErrors, type Outcome } from '../shared/user-error.js';
+import type { ConversationRecord, MessageRecord } from './conversation.model.js';
+import type { ConversationStore } from './conversation.store.js';
+
+export const MAX_PAGE_SIZE = 100;
+
+export interface ConversationPage {
+  nodes: ConversationRecord[];
+  hasNextPage: boolean;
+}
+
+/**
+ * One caller's view of their conversations, built per request. Every read is
+ * scoped to the caller, so someone else's conversation looks exactly like a
+ * missing one. The loaders batch all lookups of one request into one query.
+ */
+export class ConversationService {
+  private readonly byId: DataLoader<number, ConversationRecord | null>;
+  private readonly messagesById: DataLoader<number, MessageRecord[]>;
+
+  constructor(
+    private readonly store: ConversationStore,
+    private readonly userId: number,
+  ) {
+    this.byId = new DataLoader(async (ids) => {
+      const found = indexById(await store.findMany(userId, ids));
+      return ids.map((id) => found.get(id) ?? null);
+    });
+    this.messagesById = new DataLoader(async (ids) => {
+      const found = indexById(await store.messagesOf(userId, ids));
+      return ids.map((id) => found.get(id)?.messages ?? []);
+    });
+  }
+
+  /** Newest first; `limit` is capped at MAX_PAGE_SIZE. */
+  async page(limit: number, beforeId?: number): Promise<ConversationPage> {
+    const size = Math.min(limit, MAX_PAGE_SIZE);
+    const rows = await this.store.page(this.userId, size + 1, beforeId);
+    return { nodes: rows.slice(0, size), hasNextPage: rows.length > size };
+  }
+
+  get(id: number): Promise<ConversationRecord | null> {
+    return this.byId.load(id);
+  }
+
+  /** Uses the bodies already loaded with the conversation, else one batched read for the whole request. */
+  messagesOf(conversation: ConversationRecord): Promise<MessageRecord[]> | MessageRecord[] {
+    return conversation.messages ?? this.messagesById.load(conversation.id);
+  }
+
+  count(): Promise<number> {
+    return this.store.count(this.userId);
+  }
+
+  async delete(id: number): Promise<Outcome> {
+    if (!(await this.store.remove(this.userId, id))) return { ok: false, error: userErrors.conversationNotFound };
+    this.byId.clear(id);
+    this.messagesById.clear(id);
+    return { ok: true };
+  }
+}
+
+function indexById<T extends { id: number }>(rows: T[]): Map<number, T> {
+  return new Map(rows.map((row) => [row.id, row]));
+}

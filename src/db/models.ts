@@ -1,0 +1,15 @@
+import type { Connection } from 'mongoose';
+import { apiKeyModel } from '../accounts/api-key.model.js';
+import { userModel } from '../accounts/user.model.js';
+import { conversationModel } from '../conversations/conversation.model.js';
+
+/** Every Mongoose model, bound to one connection (so several gateways can live in one process). */
+export function bindModels(connection: Connection) {
+  return {
+    users: userModel(connection),
+    apiKeys: apiKeyModel(connection),
+    conversations: conversationModel(connection),
+  };
+}
+
+export type Models = ReturnType<typeof bindModels>;

@@ -1,0 +1,6 @@
+/** The same connection string, naming database `name` (options in the query string are kept). */
+export function withDatabaseName(uri: string, name: string): string {
+  const url = new URL(uri);
+  url.pathname = `/${name}`;
+  return url.toString();
+}

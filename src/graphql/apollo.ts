@@ -1,0 +1,42 @@
+import { ApolloServer } from '@apollo/server';
+import { unwrapResolverError } from '@apollo/server/errors';
+import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginSchemaReportingDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginUsageReportingDisabled } from '@apollo/server/plugin/disabled';
+import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
+import type { RequestContext } from '../context.js';
+import { UnavailableError } from '../shared/unavailable-error.js';
+
+export interface ApolloOptions {
+  production: boolean;
+}
+
+export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions): ApolloServer<RequestContext> {
+  return new ApolloServer<RequestContext>({
+    schema,
+    introspection: !options.production,
+    includeStacktraceInErrorResponses: !options.production,
+    status400ForVariableCoercionErrors: true,
+    allowBatchedHttpRequests: false,
+    csrfPrevention: true,
+    formatError,
+    // Nothing here is used, and each costs per request or per field; the playground is served separately.
+    plugins: [
+      ApolloServerPluginLandingPageDisabled(),
+      ApolloServerPluginCacheControlDisabled(),
+      ApolloServerPluginInlineTraceDisabled(),
+      ApolloServerPluginUsageReportingDisabled(),
+      ApolloServerPluginSchemaReportingDisabled(),
+    ],
+  });
+}
+
+function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
+  const original = unwrapResolverError(error);
+  if (original instanceof UnavailableError) {
+    return { ...formatted, message: original.message, extensions: { ...formatted.extensions, code: 'UNAVAILABLE' } };
+  }
+  return formatted;
+}

@@ -1,0 +1,370 @@
+import type { GraphQLResolveInfo } from 'graphql';
+import type { ConversationRecord } from '../../conversations/conversation.model.js';
+import type { ConversationPage } from '../../conversations/conversation.service.js';
+import type { Outcome } from '../../shared/user-error.js';
+import type { BuyOutcome } from '../../billing/billing.service.js';
+import type { RequestContext } from '../../context.js';
+export type Maybe<T> = T | null;
+export type InputMaybe<T> = Maybe<T>;
+export type Omit<T, K extends keyof T> = Pick<T, Exclude<keyof T, K>>;
+export type RequireFields<T, K extends keyof T> = Omit<T, K> & { [P in K]-?: NonNullable<T[P]> };
+/** All built-in and custom scalars, mapped to their actual values */
+export type Scalars = {
+  ID: { input: string; output: string; }
+  String: { input: string; output: string; }
+  Boolean: { input: boolean; output: boolean; }
+  Int: { input: number; output: number; }
+  Float: { input: number; output: number; }
+};
+
+/** Result of `buy`. */
+export type BuyPayload = {
+  __typename?: 'BuyPayload';
+  /** Why nothing was bought, when `ok` is false. */
+  error?: Maybe<UserError>;
+  /** True when the points were paid for and credited. */
+  ok: Scalars['Boolean']['output'];
+  /** The caller's balance in points after the purchase. */
+  quota?: Maybe<Scalars['Float']['output']>;
+};
+
+/** A stored chat conversation. */
+export type Conversation = {
+  __typename?: 'Conversation';
+  /** Whether web search was enabled most recently in this conversation. */
+  enableWeb: Scalars['Boolean']['output'];
+  /** Identifier, unique among its owner's conversations and never reused. */
+  id: Scalars['Int']['output'];
+  /** Messages in conversation order: an optional system message, then alternating user and assistant messages. */
+  messages: Array<Message>;
+  /** The model used most recently in this conversation. */
+  model: Scalars['String']['output'];
+  /** Title of the conversation. */
+  name: Scalars['String']['output'];
+  /** Identifier of the owner. */
+  userId: Scalars['Int']['output'];
+};
+
+/** A page of conversations. */
+export type ConversationConnection = {
+  __typename?: 'ConversationConnection';
+  /** The same conversations, each with its cursor. */
+  edges: Array<ConversationEdge>;
+  /** The conversations of this page, newest first. */
+  nodes: Array<Conversation>;
+  /** Where this page ends and whether another follows. */
+  pageInfo: PageInfo;
+  /** How many conversations the caller has in all. */
+  totalCount: Scalars['Int']['output'];
+};
+
+/** A conversation with its position in the connection. */
+export type ConversationEdge = {
+  __typename?: 'ConversationEdge';
+  /** Opaque cursor of this conversation; pass it as `after` to continue after it. */
+  cursor: Scalars['String']['output'];
+  /** The conversation. */
+  node: Conversation;
+};
+
+/** Result of `deleteConversation`. */
+export type DeleteConversationPayload = {
+  __typename?: 'DeleteConversationPayload';
+  /** Why nothing was deleted, when `ok` is false. */
+  error?: Maybe<UserError>;
+  /** True when the conversation was deleted. */
+  ok: Scalars['Boolean']['output'];
+};
+
+/** The caller's certification status at the SSO provider. */
+export type GiftPackage = {
+  __typename?: 'GiftPackage';
+  /** Whether the caller has passed real-name certification. */
+  cert: Scalars['Boolean']['output'];
+  /** Whether the caller is a minor. */
+  teenager: Scalars['Boolean']['output'];
+};
+
+/** One message of a conversation. */
+export type Message = {
+  __typename?: 'Message';
+  /** Text of the message. */
+  content: Scalars['String']['output'];
+  /** Author role: `system`, `user` or `assistant`. */
+  role: Scalars['String']['output'];
+};
+
+export type Mutation = {
+  __typename?: 'Mutation';
+  /**
+   * Buys points, paid from the caller's wallet at the SSO provider (1 unit of money = 10 points).
+   * Available on the official deployment only.
+   */
+  buy: BuyPayload;
+  /**
+   * Deletes one of the caller's conversations. Its id is never given to another conversation.
+   * Answers `NOT_FOUND` when no conversation of the caller has this id.
+   */
+  deleteConversation: DeleteConversationPayload;
+};
+
+
+export type MutationBuyArgs = {
+  quota: Scalars['Int']['input'];
+};
+
+
+export type MutationDeleteConversationArgs = {
+  id: Scalars['Int']['input'];
+};
+
+/** Pagination state of a connection, following the Relay cursor connection convention. */
+export type PageInfo = {
+  __typename?: 'PageInfo';
+  /** Cursor of the last item of this page; pass it as `after` to get the next page. Null on an empty page. */
+  endCursor?: Maybe<Scalars['String']['output']>;
+  /** Whether more items follow the last one of this page. */
+  hasNextPage: Scalars['Boolean']['output'];
+};
+
+export type Query = {
+  __typename?: 'Query';
+  /** One of the caller's conversations. Null when no conversation has this id or it belongs to someone else. */
+  conversation?: Maybe<Conversation>;
+  /**
+   * The caller's conversations, newest (highest id) first.
+   * `first` defaults to 100 and is capped at 100; pass the previous page's `pageInfo.endCursor` as `after`.
+   */
+  conversations: ConversationConnection;
+  /**
+   * The caller's certification flags at the SSO provider. Reading it claims the gift package:
+   * 50 points once certified, 150 more once as a minor, each at most once per user.
+   * Available on the official deployment only; elsewhere it fails with code `UNAVAILABLE`.
+   */
+  giftPackage: GiftPackage;
+  /** The caller's balance in points. */
+  quota: Scalars['Float']['output'];
+};
+
+
+export type QueryConversationArgs = {
+  id: Scalars['Int']['input'];
+};
+
+
+export type QueryConversationsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+};
+
+/**
+ * An expected outcome that is not a success: something the caller can act on.
+ * Its `message` is the text the REST layer answers for the same case.
+ */
+export type UserError = {
+  __typename?: 'UserError';
+  /** Machine-readable kind of the outcome. */
+  code: UserErrorCode;
+  /** Human-readable English sentence, identical to the REST layer's text. */
+  message: Scalars['String']['output'];
+};
+
+/** Kinds of expected, non-successful outcomes. */
+export type UserErrorCode =
+  /** The caller's wallet at the SSO provider cannot pay for this purchase. */
+  | 'INSUFFICIENT_FUNDS'
+  /** An argument is outside its allowed range. */
+  | 'INVALID_INPUT'
+  /** The conversation does not exist or belongs to someone else. */
+  | 'NOT_FOUND'
+  /** The feature is not offered on this deployment, or the SSO provider cannot be reached right now. */
+  | 'UNAVAILABLE';
+
+
+
+export type ResolverTypeWrapper<T> = Promise<T> | T;
+
+
+export type ResolverWithResolve<TResult, TParent, TContext, TArgs> = {
+  resolve: ResolverFn<TResult, TParent, TContext, TArgs>;
+};
+export type Resolver<TResult, TParent = Record<PropertyKey, never>, TContext = Record<PropertyKey, never>, TArgs = Record<PropertyKey, never>> = ResolverFn<TResult, TParent, TContext, TArgs> | ResolverWithResolve<TResult, TParent, TContext, TArgs>;
+
+export type ResolverFn<TResult, TParent, TContext, TArgs> = (
+  parent: TParent,
+  args: TArgs,
+  context: TContext,
+  info: GraphQLResolveInfo
+) => Promise<TResult> | TResult;
+
+export type SubscriptionSubscribeFn<TResult, TParent, TContext, TArgs> = (
+  parent: TParent,
+  args: TArgs,
+  context: TContext,
+  info: GraphQLResolveInfo
+) => AsyncIterable<TResult> | Promise<AsyncIterable<TResult>>;
+
+export type SubscriptionResolveFn<TResult, TParent, TContext, TArgs> = (
+  parent: TParent,
+  args: TArgs,
+  context: TContext,
+  info: GraphQLResolveInfo
+) => TResult | Promise<TResult>;
+
+export interface SubscriptionSubscriberObject<TResult, TKey extends string, TParent, TContext, TArgs> {
+  subscribe: SubscriptionSubscribeFn<{ [key in TKey]: TResult }, TParent, TContext, TArgs>;
+  resolve?: SubscriptionResolveFn<TResult, { [key in TKey]: TResult }, TContext, TArgs>;
+}
+
+export interface SubscriptionResolverObject<TResult, TParent, TContext, TArgs> {
+  subscribe: SubscriptionSubscribeFn<any, TParent, TContext, TArgs>;
+  resolve: SubscriptionResolveFn<TResult, any, TContext, TArgs>;
+}
+
+export type SubscriptionObject<TResult, TKey extends string, TParent, TContext, TArgs> =
+  | SubscriptionSubscriberObject<TResult, TKey, TParent, TContext, TArgs>
+  | SubscriptionResolverObject<TResult, TParent, TContext, TArgs>;
+
+export type SubscriptionResolver<TResult, TKey extends string, TParent = Record<PropertyKey, never>, TContext = Record<PropertyKey, never>, TArgs = Record<PropertyKey, never>> =
+  | ((...args: any[]) => SubscriptionObject<TResult, TKey, TParent, TContext, TArgs>)
+  | SubscriptionObject<TResult, TKey, TParent, TContext, TArgs>;
+
+export type TypeResolveFn<TTypes, TParent = Record<PropertyKey, never>, TContext = Record<PropertyKey, never>> = (
+  parent: TParent,
+  context: TContext,
+  info: GraphQLResolveInfo
+) => Maybe<TTypes> | Promise<Maybe<TTypes>>;
+
+export type IsTypeOfResolverFn<T = Record<PropertyKey, never>, TContext = Record<PropertyKey, never>> = (obj: T, context: TContext, info: GraphQLResolveInfo) => boolean | Promise<boolean>;
+
+export type NextResolverFn<T> = () => Promise<T>;
+
+export type DirectiveResolverFn<TResult = Record<PropertyKey, never>, TParent = Record<PropertyKey, never>, TContext = Record<PropertyKey, never>, TArgs = Record<PropertyKey, never>> = (
+  next: NextResolverFn<TResult>,
+  parent: TParent,
+  args: TArgs,
+  context: TContext,
+  info: GraphQLResolveInfo
+) => TResult | Promise<TResult>;
+
+
+
+
+
+/** Mapping between all available schema types and the resolvers types */
+export type ResolversTypes = {
+  Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
+  BuyPayload: ResolverTypeWrapper<BuyOutcome>;
+  Conversation: ResolverTypeWrapper<ConversationRecord>;
+  ConversationConnection: ResolverTypeWrapper<ConversationPage>;
+  ConversationEdge: ResolverTypeWrapper<Omit<ConversationEdge, 'node'> & { node: ResolversTypes['Conversation'] }>;
+  DeleteConversationPayload: ResolverTypeWrapper<Outcome>;
+  Float: ResolverTypeWrapper<Scalars['Float']['output']>;
+  GiftPackage: ResolverTypeWrapper<GiftPackage>;
+  Int: ResolverTypeWrapper<Scalars['Int']['output']>;
+  Message: ResolverTypeWrapper<Message>;
+  Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
+  PageInfo: ResolverTypeWrapper<PageInfo>;
+  Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
+  String: ResolverTypeWrapper<Scalars['String']['output']>;
+  UserError: ResolverTypeWrapper<UserError>;
+  UserErrorCode: UserErrorCode;
+};
+
+/** Mapping between all available schema types and the resolvers parents */
+export type ResolversParentTypes = {
+  Boolean: Scalars['Boolean']['output'];
+  BuyPayload: BuyOutcome;
+  Conversation: ConversationRecord;
+  ConversationConnection: ConversationPage;
+  ConversationEdge: Omit<ConversationEdge, 'node'> & { node: ResolversParentTypes['Conversation'] };
+  DeleteConversationPayload: Outcome;
+  Float: Scalars['Float']['output'];
+  GiftPackage: GiftPackage;
+  Int: Scalars['Int']['output'];
+  Message: Message;
+  Mutation: Record<PropertyKey, never>;
+  PageInfo: PageInfo;
+  Query: Record<PropertyKey, never>;
+  String: Scalars['String']['output'];
+  UserError: UserError;
+};
+
+export type BuyPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['BuyPayload'] = ResolversParentTypes['BuyPayload']> = {
+  error?: Resolver<Maybe<ResolversTypes['UserError']>, ParentType, ContextType>;
+  ok?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  quota?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+};
+
+export type ConversationResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Conversation'] = ResolversParentTypes['Conversation']> = {
+  enableWeb?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  id?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  messages?: Resolver<Array<ResolversTypes['Message']>, ParentType, ContextType>;
+  model?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  userId?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type ConversationConnectionResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['ConversationConnection'] = ResolversParentTypes['ConversationConnection']> = {
+  edges?: Resolver<Array<ResolversTypes['ConversationEdge']>, ParentType, ContextType>;
+  nodes?: Resolver<Array<ResolversTypes['Conversation']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+  totalCount?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type ConversationEdgeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['ConversationEdge'] = ResolversParentTypes['ConversationEdge']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  node?: Resolver<ResolversTypes['Conversation'], ParentType, ContextType>;
+};
+
+export type DeleteConversationPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['DeleteConversationPayload'] = ResolversParentTypes['DeleteConversationPayload']> = {
+  error?: Resolver<Maybe<ResolversTypes['UserError']>, ParentType, ContextType>;
+  ok?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+};
+
+export type GiftPackageResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['GiftPackage'] = ResolversParentTypes['GiftPackage']> = {
+  cert?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  teenager?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+};
+
+export type MessageResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Message'] = ResolversParentTypes['Message']> = {
+  content?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  role?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
+export type MutationResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
+  buy?: Resolver<ResolversTypes['BuyPayload'], ParentType, ContextType, RequireFields<MutationBuyArgs, 'quota'>>;
+  deleteConversation?: Resolver<ResolversTypes['DeleteConversationPayload'], ParentType, ContextType, RequireFields<MutationDeleteConversationArgs, 'id'>>;
+};
+
+export type PageInfoResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['PageInfo'] = ResolversParentTypes['PageInfo']> = {
+  endCursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  hasNextPage?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+};
+
+export type QueryResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = {
+  conversation?: Resolver<Maybe<ResolversTypes['Conversation']>, ParentType, ContextType, RequireFields<QueryConversationArgs, 'id'>>;
+  conversations?: Resolver<ResolversTypes['ConversationConnection'], ParentType, ContextType, RequireFields<QueryConversationsArgs, 'first'>>;
+  giftPackage?: Resolver<ResolversTypes['GiftPackage'], ParentType, ContextType>;
+  quota?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+};
+
+export type UserErrorResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['UserError'] = ResolversParentTypes['UserError']> = {
+  code?: Resolver<ResolversTypes['UserErrorCode'], ParentType, ContextType>;
+  message?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
+export type Resolvers<ContextType = RequestContext> = {
+  BuyPayload?: BuyPayloadResolvers<ContextType>;
+  Conversation?: ConversationResolvers<ContextType>;
+  ConversationConnection?: ConversationConnectionResolvers<ContextType>;
+  ConversationEdge?: ConversationEdgeResolvers<ContextType>;
+  DeleteConversationPayload?: DeleteConversationPayloadResolvers<ContextType>;
+  GiftPackage?: GiftPackageResolvers<ContextType>;
+  Message?: MessageResolvers<ContextType>;
+  Mutation?: MutationResolvers<ContextType>;
+  PageInfo?: PageInfoResolvers<ContextType>;
+  Query?: QueryResolvers<ContextType>;
+  UserError?: UserErrorResolvers<ContextType>;
+};
+

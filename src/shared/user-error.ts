@@ -1,0 +1,22 @@
+/**
+ * Expected outcomes that are not successes. They travel as data (`ok:false`
+ * plus a `UserError`), and their `message` is the legacy REST text.
+ */
+export type UserErrorCode = 'NOT_FOUND' | 'INVALID_INPUT' | 'INSUFFICIENT_FUNDS' | 'UNAVAILABLE';
+
+export interface UserError {
+  code: UserErrorCode;
+  message: string;
+}
+
+export const userErrors = {
+  conversationNotFound: { code: 'NOT_FOUND', message: 'conversation not found' },
+  invalidId: { code: 'INVALID_INPUT', message: 'invalid id' },
+  invalidQuota: { code: 'INVALID_INPUT', message: 'invalid quota range (1 ~ 99999)' },
+  notEnoughMoney: { code: 'INSUFFICIENT_FUNDS', message: 'not enough money' },
+  notOnThisDeployment: { code: 'UNAVAILABLE', message: 'not available on this deployment' },
+  providerUnavailable: { code: 'UNAVAILABLE', message: 'payment provider unavailable, try again later' },
+} as const satisfies Record<string, UserError>;
+
+/** The result of a command whose failures are expected outcomes. */
+export type Outcome<T extends object = object> = ({ ok: true } & T) | { ok: false; error: UserError };
