@@ -1,11 +1,15 @@
 import { expressMiddleware } from '@as-integrations/express5';
-import express, { type Express } from 'express';
+import express, { type ErrorRequestHandler, type Express } from 'express';
 import { Authenticator } from './auth/authenticator.js';
 import { callerOf, requireCaller } from './auth/require-caller.js';
 import { createRequestContext } from './context.js';
 import type { Database } from './db/database.js';
 import { createApolloServer } from './graphql/apollo.js';
 import { buildSchema } from './graphql/schema.js';
+import { prepareRoutes } from './rest/executor.js';
+import { inProcessExecutor } from './rest/in-process-executor.js';
+import { createLegacyRouter } from './rest/legacy-router.js';
+import { legacyRoutes } from './rest/routes.js';
 
 export interface GatewayOptions {
   database: Database;
@@ -28,8 +32,10 @@ const GRAPHQL_UNAUTHORIZED = {
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { database } = options;
   const authenticator = new Authenticator(options.tokenKey, database.stores.accounts);
-  const apollo = createApolloServer(buildSchema(), { production: options.production });
+  const schema = buildSchema();
+  const apollo = createApolloServer(schema, { production: options.production });
   await apollo.start();
+  const restRoutes = prepareRoutes(legacyRoutes, schema);
 
   const app = express();
   app.disable('x-powered-by');
@@ -55,9 +61,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     }),
   );
 
+  app.use(createLegacyRouter(restRoutes, inProcessExecutor(apollo, authenticator, database.stores)));
+
   app.use((request, response) => {
     response.status(404).json({ status: false, error: `no such endpoint: ${request.method} ${request.path}` });
   });
+  app.use(((error, _request, response, _next) => {
+    response.status(500).json({ status: false, error: 'internal error' });
+  }) satisfies ErrorRequestHandler);
 
   return { app, stop: () => apollo.stop() };
 }

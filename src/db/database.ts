@@ -21,6 +21,8 @@ export async function connectDatabase(uri: string): Promise<Database> {
     serverSelectionTimeoutMS: SERVER_SELECTION_TIMEOUT_MS,
     // Fail at once while disconnected rather than queueing requests in memory.
     bufferCommands: false,
+    // Command events feed the database metrics and let tests count commands per request.
+    monitorCommands: true,
   });
   await connection.asPromise();
   const models = bindModels(connection);

@@ -1,0 +1,32 @@
+import type { ApolloServer } from '@apollo/server';
+import type { Authenticator } from '../auth/authenticator.js';
+import { createRequestContext, type RequestContext, type Stores } from '../context.js';
+import type { OperationExecutor, OperationResult } from './executor.js';
+
+/**
+ * Runs operations in this process through the same Apollo Server as `/graphql`:
+ * same schema, validation rules, limits, plugins and context, without HTTP.
+ */
+export function inProcessExecutor(
+  apollo: ApolloServer<RequestContext>,
+  authenticator: Authenticator,
+  stores: Stores,
+): OperationExecutor {
+  return {
+    async open(authorization) {
+      const caller = await authenticator.authenticate(authorization);
+      if (caller === null) return null;
+      return {
+        confirmCaller: async () => true,
+        async run(operation, variables) {
+          const response = await apollo.executeOperation(
+            { query: operation.text, operationName: operation.name, variables },
+            { contextValue: createRequestContext(stores, caller) },
+          );
+          if (response.body.kind !== 'single') throw new Error('incremental delivery is not used by the REST layer');
+          return response.body.singleResult as OperationResult;
+        },
+      };
+    },
+  };
+}

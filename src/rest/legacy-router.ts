@@ -1,0 +1,91 @@
+import express, { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
+import { UNAUTHORIZED, type OperationExecutor, type OperationResult, type OperationSession, type PreparedRoute } from './executor.js';
+import { failureBody, type LegacyBody, type RestRoute } from './route.js';
+import { UpstreamUnavailableError } from './remote-executor.js';
+
+const BODY_LIMIT = '100kb';
+const readBody = express.text({ type: () => true, limit: BODY_LIMIT });
+
+/** Errors raised by the GraphQL side that the legacy API answers as ordinary failures. */
+const EXPECTED_FAILURE_CODES = new Set(['UNAVAILABLE', 'BAD_USER_INPUT']);
+const UNAVAILABLE_CODES = new Set(['DATABASE_UNAVAILABLE', 'SERVICE_UNAVAILABLE']);
+
+/**
+ * The legacy REST endpoints, built from the route table. Each request: check the
+ * credentials, turn the request into variables (or a failure sentence), run the
+ * route's operation, and shape the answer into the legacy body.
+ */
+export function createLegacyRouter(routes: readonly PreparedRoute[], executor: OperationExecutor): Router {
+  const router = Router();
+  for (const route of routes) {
+    const method = route.method === 'GET' ? router.get.bind(router) : router.post.bind(router);
+    method(route.path, async (request, response, next) => {
+      try {
+        const session = await executor.open(request.get('authorization'));
+        if (session === null) return unauthorized(response, route);
+        if (route.method === 'POST') await new Promise<void>((resolve, reject) => readBody(request, response, (error?: unknown) => (error ? reject(error) : resolve())));
+        await answer(route, session, request, response);
+      } catch (error) {
+        next(error);
+      }
+    });
+    router.all(route.path, (_request, response) => {
+      response.status(405).set('Allow', route.method).json(failureBody(route, `method not allowed; use ${route.method}`));
+    });
+  }
+  router.use(legacyErrorHandler(routes));
+  return router;
+}
+
+async function answer(route: PreparedRoute, session: OperationSession, request: Request, response: Response): Promise<void> {
+  const input = route.variables({
+    query: new URLSearchParams(request.originalUrl.split('?')[1] ?? ''),
+    body: typeof request.body === 'string' ? request.body : '',
+  });
+  if (!input.ok) {
+    if (!(await session.confirmCaller())) return unauthorized(response, route);
+    return send(response, 200, failureBody(route, input.problem));
+  }
+  const result = await session.run(route.prepared, input.value as Record<string, unknown>);
+  if (result === UNAUTHORIZED) return unauthorized(response, route);
+  const [status, body] = shape(route, result);
+  send(response, status, body);
+}
+
+function shape(route: PreparedRoute, result: OperationResult): [number, LegacyBody] {
+  const error = result.errors?.[0];
+  if (error === undefined && result.data) return [200, route.respond(result.data)];
+  const code = error?.extensions?.code;
+  if (typeof code === 'string' && EXPECTED_FAILURE_CODES.has(code)) return [200, failureBody(route, error!.message)];
+  if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) {
+    return [503, failureBody(route, 'service temporarily unavailable, try again later')];
+  }
+  return [500, failureBody(route, 'internal error')];
+}
+
+function unauthorized(response: Response, route: Pick<RestRoute, 'failureField'>): void {
+  response.set('WWW-Authenticate', 'Bearer');
+  send(response, 401, failureBody(route, 'unauthorized'));
+}
+
+function send(response: Response, status: number, body: LegacyBody): void {
+  response.status(status).type('application/json').send(JSON.stringify(body));
+}
+
+/** Failures outside an operation (oversized body, upstream down) still answer in the endpoint's shape. */
+function legacyErrorHandler(routes: readonly PreparedRoute[]): ErrorRequestHandler {
+  const byPath = new Map(routes.map((route) => [route.path, route]));
+  return (error: unknown, request, response, next) => {
+    const route = byPath.get(request.path);
+    if (route === undefined || response.headersSent) return next(error);
+    if (error instanceof UpstreamUnavailableError) {
+      return send(response, 503, failureBody(route, 'service temporarily unavailable, try again later'));
+    }
+    const status = (error as { status?: unknown }).status;
+    if (status === 413) return send(response, 413, failureBody(route, 'request body too large'));
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      return send(response, 200, failureBody(route, 'request body could not be read'));
+    }
+    next(error);
+  };
+}

@@ -1,0 +1,76 @@
+import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { secretKey, signAccessToken } from './auth/access-token.js';
+import { createGateway } from './app.js';
+import type { Config } from './config.js';
+import { connectDatabase, type Database } from './db/database.js';
+import { startEmbeddedServer, type EmbeddedServer } from './db/embedded/server.js';
+import { withDatabaseName } from './db/uri.js';
+import type { Logger } from './logger.js';
+import { DEMO_USER_ID, demoData } from './seed/demo-data.js';
+import { loadSeed, readSeedFile } from './seed/seed-file.js';
+
+const EMBEDDED_DATABASE_NAME = 'chat-gateway';
+/** How long in-flight requests may take to finish once stopping. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+export interface RunningService {
+  /** Base URL reachable from this machine, e.g. http://127.0.0.1:4000 */
+  url: string;
+  database: Database;
+  /** The embedded engine's address, when no MONGODB_URI was given. */
+  embeddedUri: string | undefined;
+  /** A token for the demo user, printed at start when tokens are signed with a random secret or demo data was loaded. */
+  demoToken: string | undefined;
+  /** Stops accepting, lets in-flight requests finish (bounded), then closes the database. */
+  stop(): Promise<void>;
+}
+
+/** Wires configuration → database (embedded when MONGODB_URI is unset) → seed → app → listen. */
+export async function startService(config: Config, logger: Logger): Promise<RunningService> {
+  let embedded: EmbeddedServer | undefined;
+  if (config.mongodbUri === undefined) {
+    embedded = await startEmbeddedServer({ host: '127.0.0.1', port: 0 });
+  }
+  const database = await connectDatabase(config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME));
+
+  const loadDemoData = embedded !== undefined && config.seedFile === undefined;
+  if (config.seedFile !== undefined) {
+    const loaded = await loadSeed(database.stores, await readSeedFile(config.seedFile));
+    logger.info({ seedFile: config.seedFile, ...loaded }, 'seed file loaded');
+  } else if (loadDemoData) {
+    await loadSeed(database.stores, demoData);
+  }
+
+  const tokenKey = secretKey(config.jwtSecret ?? randomBytes(32).toString('base64url'));
+  const demoToken =
+    config.jwtSecret === undefined || loadDemoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
+
+  const gateway = await createGateway({ database, tokenKey, production: config.production });
+  const server = gateway.app.listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  const { port } = server.address() as AddressInfo;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+
+  return {
+    url: `http://${host}:${port}`,
+    database,
+    embeddedUri: embedded?.uri,
+    demoToken,
+    async stop() {
+      await closeGracefully(server);
+      await gateway.stop();
+      await database.close();
+      await embedded?.close();
+    },
+  };
+}
+
+async function closeGracefully(server: Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const forceClose = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+  await closed;
+  clearTimeout(forceClose);
+}

@@ -1,0 +1,83 @@
+import type { CommandStartedEvent } from 'mongodb';
+import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
+import { loadConfig } from '../../src/config.js';
+import { createLogger } from '../../src/logger.js';
+import { loadSeed, type SeedData } from '../../src/seed/seed-file.js';
+import { startService, type RunningService } from '../../src/service.js';
+import { startTestDatabase, type TestDatabase } from './database.js';
+
+export const TEST_JWT_SECRET = 'a-test-secret-of-some-length-0123456789';
+
+export interface TestGateway extends RunningService {
+  testDatabase: TestDatabase;
+  /** A valid access token for `userId`. */
+  token(userId: number): Promise<string>;
+  seed(data: SeedData): Promise<void>;
+  /** Names of the database commands sent while `work` runs (handshakes and heartbeats excluded). */
+  commandsDuring(work: () => Promise<unknown>): Promise<string[]>;
+}
+
+/** The real service, on a fresh test database, listening on 127.0.0.1 on a free port. */
+export async function startTestGateway(environment: Record<string, string> = {}): Promise<TestGateway> {
+  const testDatabase = await startTestDatabase();
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    MONGODB_URI: testDatabase.uri,
+    JWT_SECRET: TEST_JWT_SECRET,
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT: '0',
+    ...environment,
+  });
+  const service = await startService(config, createLogger(config));
+  const key = secretKey(TEST_JWT_SECRET);
+  return {
+    ...service,
+    testDatabase,
+    token: (userId) => signAccessToken(key, userId),
+    seed: async (data) => {
+      await loadSeed(service.database.stores, data);
+    },
+    async commandsDuring(work) {
+      const seen: string[] = [];
+      const client = service.database.connection.getClient();
+      const listener = (event: CommandStartedEvent) => {
+        if (!['hello', 'isMaster', 'ismaster'].includes(event.commandName)) seen.push(event.commandName);
+      };
+      client.on('commandStarted', listener);
+      try {
+        await work();
+      } finally {
+        client.off('commandStarted', listener);
+      }
+      return seen;
+    },
+    async stop() {
+      await service.stop();
+      await testDatabase.stop();
+    },
+  };
+}
+
+export interface GraphQLResponse<T = Record<string, unknown>> {
+  status: number;
+  headers: Headers;
+  body: { data?: T | null; errors?: { message: string; extensions?: { code?: string } }[] };
+}
+
+/** POSTs one operation to /graphql; `authorization` is sent as is when given. */
+export async function graphql<T = any>(
+  gateway: Pick<RunningService, 'url'>,
+  query: string,
+  options: { variables?: Record<string, unknown>; authorization?: string } = {},
+): Promise<GraphQLResponse<T>> {
+  const response = await fetch(`${gateway.url}/graphql`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(options.authorization === undefined ? {} : { authorization: options.authorization }),
+    },
+    body: JSON.stringify({ query, variables: options.variables }),
+  });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as GraphQLResponse<T>['body'] };
+}
