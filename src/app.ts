@@ -1,21 +1,26 @@
 import { expressMiddleware } from '@as-integrations/express5';
-import express, { type ErrorRequestHandler, type Express } from 'express';
+import express, { type Express } from 'express';
 import { Authenticator } from './auth/authenticator.js';
 import { callerOf, requireCaller } from './auth/require-caller.js';
 import { createRequestContext } from './context.js';
 import type { Database } from './db/database.js';
 import { createApolloServer } from './graphql/apollo.js';
 import { buildSchema } from './graphql/schema.js';
+import { internalError, notFound } from './http/fallback.js';
 import { prepareRoutes } from './rest/executor.js';
 import { inProcessExecutor } from './rest/in-process-executor.js';
 import { createLegacyRouter } from './rest/legacy-router.js';
+import { openApiDocument } from './rest/openapi.js';
 import { legacyRoutes } from './rest/routes.js';
+import { packageVersion } from './version.js';
 
 export interface GatewayOptions {
   database: Database;
   /** Key that signs and verifies access tokens. */
   tokenKey: Uint8Array;
   production: boolean;
+  /** Called with every unexpected failure, for the log. */
+  onError(error: unknown): void;
 }
 
 export interface Gateway {
@@ -61,14 +66,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     }),
   );
 
+  const openApi = JSON.stringify(openApiDocument(legacyRoutes, packageVersion));
+  app.get('/openapi.json', (_request, response) => {
+    response.type('application/json').send(openApi);
+  });
   app.use(createLegacyRouter(restRoutes, inProcessExecutor(apollo, authenticator, database.stores)));
 
-  app.use((request, response) => {
-    response.status(404).json({ status: false, error: `no such endpoint: ${request.method} ${request.path}` });
-  });
-  app.use(((error, _request, response, _next) => {
-    response.status(500).json({ status: false, error: 'internal error' });
-  }) satisfies ErrorRequestHandler);
+  app.use(notFound);
+  app.use(internalError(options.onError));
 
   return { app, stop: () => apollo.stop() };
 }

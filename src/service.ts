@@ -47,7 +47,12 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   const demoToken =
     config.jwtSecret === undefined || loadDemoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
 
-  const gateway = await createGateway({ database, tokenKey, production: config.production });
+  const gateway = await createGateway({
+    database,
+    tokenKey,
+    production: config.production,
+    onError: (error) => logger.error({ err: error }, 'request failed'),
+  });
   const server = gateway.app.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const { port } = server.address() as AddressInfo;

@@ -1,3 +1,6 @@
+import { userErrors } from '../shared/user-error.js';
+import { integer, object, type JsonSchema } from './json-schema.js';
+
 /** Parsing of the legacy endpoints' inputs. Nothing from a request reaches an operation unless it is a plain number. */
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
@@ -41,3 +44,48 @@ export function integerField(body: unknown, field: string, problem: string): Par
   if (typeof value !== 'number' || !Number.isInteger(value) || Math.abs(value) > MAX_INT) return invalid(problem);
   return valid(value);
 }
+
+export interface LegacyRequest {
+  query: URLSearchParams;
+  /** The raw request body ('' for none). */
+  body: string;
+}
+
+/** What a route reads from a request, and how it is described in the OpenAPI document. */
+export interface RouteInput<TVariables> {
+  parse(request: LegacyRequest): Parsed<TVariables>;
+  parameters: { name: string; in: 'query'; required: boolean; description: string; schema: JsonSchema }[];
+  requestBody?: JsonSchema;
+}
+
+export const noInput: RouteInput<Record<string, never>> = {
+  parse: () => valid({}),
+  parameters: [],
+};
+
+export const idInput: RouteInput<{ id: number }> = {
+  parse({ query }) {
+    const id = parseIdParameter(query);
+    return id.ok ? valid({ id: id.value }) : id;
+  },
+  parameters: [
+    {
+      name: 'id',
+      in: 'query',
+      required: true,
+      description: 'Conversation identifier: decimal digits, given once.',
+      schema: { type: 'integer', minimum: 0, maximum: MAX_INT },
+    },
+  ],
+};
+
+export const quotaBodyInput: RouteInput<{ quota: number }> = {
+  parse({ body }) {
+    const json = parseJsonBody(body);
+    if (!json.ok) return json;
+    const quota = integerField(json.value, 'quota', userErrors.invalidQuota.message);
+    return quota.ok ? valid({ quota: quota.value }) : quota;
+  },
+  parameters: [],
+  requestBody: object({ quota: { ...integer, minimum: 1, maximum: 99_999, description: 'Number of points to buy.' } }),
+};

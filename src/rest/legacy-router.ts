@@ -38,7 +38,7 @@ export function createLegacyRouter(routes: readonly PreparedRoute[], executor: O
 }
 
 async function answer(route: PreparedRoute, session: OperationSession, request: Request, response: Response): Promise<void> {
-  const input = route.variables({
+  const input = route.input.parse({
     query: new URLSearchParams(request.originalUrl.split('?')[1] ?? ''),
     body: typeof request.body === 'string' ? request.body : '',
   });

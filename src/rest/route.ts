@@ -1,16 +1,11 @@
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
-import type { Parsed } from './legacy-input.js';
+import type { JsonSchema } from './json-schema.js';
+import type { RouteInput } from './legacy-input.js';
 
 /** Where an endpoint reports failures: `message` for conversations, `error` for quota, buy and package. */
 export type FailureField = 'message' | 'error';
 
 export type LegacyBody = Record<string, unknown>;
-
-export interface LegacyRequest {
-  query: URLSearchParams;
-  /** The raw request body ('' for none). */
-  body: string;
-}
 
 /** One legacy endpoint: the GraphQL operation it runs, how to get its variables, how to shape its answer. */
 export interface RestRoute<TResult = any, TVariables = any> {
@@ -19,9 +14,11 @@ export interface RestRoute<TResult = any, TVariables = any> {
   summary: string;
   operation: TypedDocumentNode<TResult, TVariables>;
   failureField: FailureField;
-  variables(request: LegacyRequest): Parsed<TVariables>;
+  input: RouteInput<TVariables>;
   /** The legacy body for the operation's data. */
   respond(data: TResult): LegacyBody;
+  /** JSON Schema of the documented HTTP 200 bodies, for the OpenAPI document. */
+  answers: JsonSchema;
 }
 
 /** Keeps each entry's types checked while the table holds routes of different operations. */

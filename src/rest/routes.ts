@@ -1,3 +1,4 @@
+import { userErrors } from '../shared/user-error.js';
 import {
   BuyDocument,
   DeleteConversationDocument,
@@ -6,15 +7,14 @@ import {
   LoadConversationDocument,
   QuotaDocument,
 } from './generated/operations.js';
-import { integerField, parseIdParameter, parseJsonBody } from './legacy-input.js';
+import { arrayOf, boolean, constant, integer, number, object, string } from './json-schema.js';
+import { idInput, noInput, quotaBodyInput } from './legacy-input.js';
 import { defineRoute, type RestRoute } from './route.js';
-import { userErrors } from '../shared/user-error.js';
 
-const noVariables = () => ({ ok: true, value: {} }) as const;
-const idVariable = ({ query }: { query: URLSearchParams }) => {
-  const id = parseIdParameter(query);
-  return id.ok ? ({ ok: true, value: { id: id.value } } as const) : id;
-};
+const failure = (field: 'message' | 'error') => object({ status: constant(false), [field]: string });
+
+const legacyConversation = (messages: Record<string, unknown>) =>
+  object({ id: integer, user_id: integer, name: string, message: messages, model: string, enable_web: boolean });
 
 /**
  * The legacy REST API: one entry per documented endpoint (spec §4). Bodies keep
@@ -24,10 +24,10 @@ export const legacyRoutes: RestRoute[] = [
   defineRoute({
     method: 'GET',
     path: '/conversation/list',
-    summary: 'List the 100 most recent conversations of the caller',
+    summary: 'List the 100 most recent conversations of the caller, newest first',
     operation: ListConversationsDocument,
     failureField: 'message',
-    variables: noVariables,
+    input: noInput,
     respond: ({ conversations }) => ({
       status: true,
       message: '',
@@ -40,6 +40,12 @@ export const legacyRoutes: RestRoute[] = [
         enable_web: conversation.enableWeb,
       })),
     }),
+    answers: {
+      oneOf: [
+        object({ status: constant(true), message: constant(''), data: { ...arrayOf(legacyConversation(constant(null))), maxItems: 100 } }),
+        failure('message'),
+      ],
+    },
   }),
   defineRoute({
     method: 'GET',
@@ -47,7 +53,7 @@ export const legacyRoutes: RestRoute[] = [
     summary: 'Load one conversation with its messages',
     operation: LoadConversationDocument,
     failureField: 'message',
-    variables: idVariable,
+    input: idInput,
     respond: ({ conversation }) =>
       conversation === null
         ? { status: false, message: userErrors.conversationNotFound.message }
@@ -63,6 +69,16 @@ export const legacyRoutes: RestRoute[] = [
               enable_web: conversation.enableWeb,
             },
           },
+    answers: {
+      oneOf: [
+        object({
+          status: constant(true),
+          message: constant('success'),
+          data: legacyConversation(arrayOf(object({ role: string, content: string }))),
+        }),
+        failure('message'),
+      ],
+    },
   }),
   defineRoute({
     method: 'GET',
@@ -70,9 +86,10 @@ export const legacyRoutes: RestRoute[] = [
     summary: 'Delete one conversation',
     operation: DeleteConversationDocument,
     failureField: 'message',
-    variables: idVariable,
+    input: idInput,
     respond: ({ deleteConversation }) =>
       deleteConversation.ok ? { status: true } : { status: false, message: deleteConversation.error?.message },
+    answers: { oneOf: [object({ status: constant(true) }), failure('message')] },
   }),
   defineRoute({
     method: 'GET',
@@ -80,8 +97,9 @@ export const legacyRoutes: RestRoute[] = [
     summary: 'Query the balance in points',
     operation: QuotaDocument,
     failureField: 'error',
-    variables: noVariables,
+    input: noInput,
     respond: ({ quota }) => ({ status: true, quota }),
+    answers: { oneOf: [object({ status: constant(true), quota: number }), failure('error')] },
   }),
   defineRoute({
     method: 'POST',
@@ -89,13 +107,9 @@ export const legacyRoutes: RestRoute[] = [
     summary: 'Buy points, paid from the wallet at the SSO provider (official deployment only)',
     operation: BuyDocument,
     failureField: 'error',
-    variables: ({ body }) => {
-      const json = parseJsonBody(body);
-      if (!json.ok) return json;
-      const quota = integerField(json.value, 'quota', userErrors.invalidQuota.message);
-      return quota.ok ? { ok: true, value: { quota: quota.value } } : quota;
-    },
+    input: quotaBodyInput,
     respond: ({ buy }) => (buy.ok ? { status: true, error: 'success' } : { status: false, error: buy.error?.message }),
+    answers: { oneOf: [object({ status: constant(true), error: constant('success') }), failure('error')] },
   }),
   defineRoute({
     method: 'GET',
@@ -103,7 +117,10 @@ export const legacyRoutes: RestRoute[] = [
     summary: 'Query the gift package status, claiming it when eligible (official deployment only)',
     operation: GiftPackageDocument,
     failureField: 'error',
-    variables: noVariables,
+    input: noInput,
     respond: ({ giftPackage }) => ({ status: true, data: { cert: giftPackage.cert, teenager: giftPackage.teenager } }),
+    answers: {
+      oneOf: [object({ status: constant(true), data: object({ cert: boolean, teenager: boolean }) }), failure('error')],
+    },
   }),
 ];

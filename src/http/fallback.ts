@@ -1,0 +1,15 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+
+/** Unknown paths answer JSON, like everything else. */
+export const notFound: RequestHandler = (request, response) => {
+  response.status(404).json({ status: false, error: `no such endpoint: ${request.method} ${request.path}` });
+};
+
+/** Last resort: an unexpected failure answers JSON without internals. */
+export function internalError(onError: (error: unknown) => void): ErrorRequestHandler {
+  return (error, _request, response, next) => {
+    if (response.headersSent) return next(error);
+    onError(error);
+    response.status(500).json({ status: false, error: 'internal error' });
+  };
+}

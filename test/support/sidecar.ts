@@ -1,0 +1,25 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createSidecarApp } from '../../src/rest/sidecar.js';
+
+export interface TestSidecar {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** The REST layer as a separate HTTP server in front of `upstream`, on 127.0.0.1. */
+export async function startTestSidecar(upstream: string, timeoutMs = 5_000): Promise<TestSidecar> {
+  const app = createSidecarApp({ upstream: new URL(upstream), timeoutMs, onError: () => {} });
+  const server: Server = await new Promise((resolve) => {
+    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
