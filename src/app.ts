@@ -7,6 +7,7 @@ import type { Database } from './db/database.js';
 import { createApolloServer } from './graphql/apollo.js';
 import { buildSchema } from './graphql/schema.js';
 import { internalError, notFound } from './http/fallback.js';
+import { assignRequestId } from './http/request-id.js';
 import { prepareRoutes } from './rest/executor.js';
 import { inProcessExecutor } from './rest/in-process-executor.js';
 import { createLegacyRouter } from './rest/legacy-router.js';
@@ -44,6 +45,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
   const app = express();
   app.disable('x-powered-by');
+  app.use(assignRequestId);
 
   app.get('/healthz', (_request, response) => {
     response.json({ status: 'ok' });
