@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
+
+let gateway: TestGateway;
+let token: string;
+
+beforeAll(async () => {
+  gateway = await startTestGateway();
+  await gateway.seed({
+    users: [{ id: 1, username: 'alice', quota: 5 }],
+    conversations: Array.from({ length: 120 }, (_, index) => ({
+      userId: 1,
+      id: index + 1,
+      name: `Conversation ${index + 1}`,
+      model: 'gpt-4o',
+      enableWeb: false,
+      messages: Array.from({ length: 20 }, (__, turn) => ({ role: turn % 2 ? 'assistant' : 'user', content: `turn ${turn}` })),
+    })),
+  });
+  token = await gateway.token(1);
+});
+
+afterAll(() => gateway?.stop());
+
+async function restCommands(path: string): Promise<string[]> {
+  return gateway.commandsDuring(async () => {
+    const response = await fetch(`${gateway.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+    expect((await response.json()).status).toBe(true);
+  });
+}
+
+describe('database commands per request', () => {
+  it('lists conversations over REST with one command', async () => {
+    expect(await restCommands('/conversation/list')).toEqual(['find']);
+  });
+
+  it('loads a conversation with its 20 messages over REST with one command', async () => {
+    expect(await restCommands('/conversation/load?id=7')).toEqual(['find']);
+  });
+
+  it('reads the balance over REST with one command', async () => {
+    expect(await restCommands('/quota')).toEqual(['find']);
+  });
+
+  it('reads a GraphQL page of 100 conversations with their messages with two commands', async () => {
+    const commands = await gateway.commandsDuring(async () => {
+      const { body } = await graphql(gateway, '{ conversations { nodes { id messages { content } } } }', {
+        authorization: `Bearer ${token}`,
+      });
+      expect(body.data?.conversations.nodes).toHaveLength(100);
+    });
+    expect(commands).toEqual(['find', 'find']);
+  });
+});
