@@ -1,0 +1,205 @@
+import type { Document } from 'bson';
+import { Query } from 'mingo';
+import { BTree } from './btree.js';
+import { CommandError, ErrorCode } from './errors.js';
+import { MINGO_OPTIONS } from './matching.js';
+import { compareValues, formatDocument, typeRank, valuesAtPath } from './values.js';
+
+/** Index-order extremes, used to pad range keys: below and above every entry whatever the direction. */
+export const INDEX_MIN = Symbol('index-min');
+export const INDEX_MAX = Symbol('index-max');
+
+/** Just below (or above) every value of one BSON type: MongoDB's range predicates are type-bracketed. */
+export class TypeBound {
+  constructor(
+    readonly rank: number,
+    readonly high: boolean,
+  ) {}
+}
+
+/** Index entries are `[...field values, record id]`: the record id makes every entry unique. */
+export type IndexKey = unknown[];
+
+export interface IndexDefinition {
+  name: string;
+  key: Document;
+  unique?: boolean;
+  sparse?: boolean;
+  partialFilterExpression?: Document;
+  expireAfterSeconds?: number;
+}
+
+/** Compares two values where either may be a TypeBound. */
+export function compareBounded(a: unknown, b: unknown): number {
+  const aBound = a instanceof TypeBound;
+  const bBound = b instanceof TypeBound;
+  if (!aBound && !bBound) return compareValues(a, b);
+  const ra = aBound ? a.rank : typeRank(a);
+  const rb = bBound ? b.rank : typeRank(b);
+  if (ra !== rb) return ra < rb ? -1 : 1;
+  const pa = aBound ? (a.high ? 1 : -1) : 0;
+  const pb = bBound ? (b.high ? 1 : -1) : 0;
+  return Math.sign(pa - pb);
+}
+
+/** The `[field, direction]` pairs of an index key pattern; only ascending/descending indexes exist here. */
+export function parseKeyPattern(key: unknown): [string, 1 | -1][] {
+  if (key === null || typeof key !== 'object' || Array.isArray(key) || Object.keys(key).length === 0) {
+    throw new CommandError(ErrorCode.CannotCreateIndex, 'Index keys cannot be an empty field.');
+  }
+  return Object.entries(key as Document).map(([field, value]) => {
+    const n = Number(typeof value === 'object' && value !== null ? value.valueOf() : value);
+    if (typeof value === 'string' || !Number.isFinite(n) || n === 0) {
+      throw new CommandError(
+        ErrorCode.CannotCreateIndex,
+        `Index type ${JSON.stringify(value)} on field '${field}' is not supported by the embedded engine; only ascending (1) and descending (-1) indexes are`,
+      );
+    }
+    return [field, n > 0 ? 1 : -1];
+  });
+}
+
+/** MongoDB's default index name: `userId_1_id_-1`. */
+export function defaultIndexName(key: Document): string {
+  return Object.entries(key)
+    .map(([field, value]) => `${field}_${String(value)}`)
+    .join('_');
+}
+
+export class Index {
+  readonly fields: string[];
+  readonly directions: (1 | -1)[];
+  readonly tree: BTree<IndexKey, undefined>;
+  /** Set once any document put an array in a key field; such an index cannot give sort order. */
+  multikey = false;
+  private readonly partial: Query | undefined;
+
+  constructor(readonly definition: IndexDefinition) {
+    const pattern = parseKeyPattern(definition.key);
+    this.fields = pattern.map(([field]) => field);
+    this.directions = pattern.map(([, direction]) => direction);
+    this.partial = definition.partialFilterExpression
+      ? new Query(definition.partialFilterExpression, MINGO_OPTIONS)
+      : undefined;
+    this.tree = new BTree<IndexKey, undefined>(undefined, this.compare, 64);
+  }
+
+  get name(): string {
+    return this.definition.name;
+  }
+
+  get unique(): boolean {
+    return this.definition.unique === true;
+  }
+
+  /** Sparse and partial indexes hold only some documents, so the planner never relies on them. */
+  get complete(): boolean {
+    return !this.definition.sparse && !this.partial;
+  }
+
+  readonly compare = (a: IndexKey, b: IndexKey): number => {
+    const n = this.fields.length;
+    for (let i = 0; i <= n; i++) {
+      const x = a[i];
+      const y = b[i];
+      if (x === y) continue;
+      if (x === INDEX_MIN || y === INDEX_MAX) return -1;
+      if (x === INDEX_MAX || y === INDEX_MIN) return 1;
+      if (i === n) return (x as number) - (y as number);
+      const c = compareBounded(x, y);
+      if (c !== 0) return c * this.directions[i]!;
+    }
+    return 0;
+  };
+
+  /** The keys (without record id) a document has in this index; none when the index skips it. */
+  keysOf(doc: Document): unknown[][] {
+    if (this.partial && !this.partial.test(doc)) return [];
+    const perField = this.fields.map((field) => valuesAtPath(doc, field));
+    if (this.definition.sparse && perField.every(({ values }) => values.every((v) => v === undefined))) return [];
+    const arrays = perField.filter(({ viaArray }) => viaArray);
+    if (arrays.length > 1) {
+      const names = this.fields.filter((_, i) => perField[i]!.viaArray).map((f) => `[${f}]`);
+      throw new CommandError(ErrorCode.CannotIndexParallelArrays, `cannot index parallel arrays ${names.join(' ')}`);
+    }
+    if (arrays.length === 1) this.multikey = true;
+    let keys: unknown[][] = [[]];
+    for (const { values } of perField) {
+      const next: unknown[][] = [];
+      for (const key of keys) for (const v of values) next.push([...key, v === undefined ? null : v]);
+      keys = next;
+    }
+    if (keys.length > 1) {
+      keys.sort((a, b) => this.compare([...a, 0], [...b, 0]));
+      keys = keys.filter((k, i) => i === 0 || this.compare([...k, 0], [...keys[i - 1]!, 0]) !== 0);
+    }
+    return keys;
+  }
+
+  insert(keys: unknown[][], rid: number): void {
+    for (const key of keys) this.tree.set([...key, rid], undefined);
+  }
+
+  remove(keys: unknown[][], rid: number): void {
+    for (const key of keys) this.tree.delete([...key, rid]);
+  }
+
+  /** The first of `keys` another record already holds in this unique index. */
+  conflict(keys: unknown[][], rid: number): unknown[] | undefined {
+    if (!this.unique) return undefined;
+    const n = this.fields.length;
+    for (const key of keys) {
+      for (const [entry] of this.tree.entries([...key, INDEX_MIN])) {
+        if (this.compare([...entry.slice(0, n), 0], [...key, 0]) !== 0) break;
+        if (entry[n] !== rid) return key;
+      }
+    }
+    return undefined;
+  }
+
+  duplicateKeyError(ns: string, key: unknown[], prefix = ''): CommandError {
+    const keyValue: Document = {};
+    this.fields.forEach((field, i) => {
+      keyValue[field] = key[i];
+    });
+    return new CommandError(
+      ErrorCode.DuplicateKey,
+      `${prefix}E11000 duplicate key error collection: ${ns} index: ${this.name} dup key: ${formatDocument(keyValue)}`,
+      { keyPattern: this.definition.key, keyValue },
+    );
+  }
+
+  /** The entry `listIndexes` shows (the `_id` index is unique without saying so). */
+  describe(): Document {
+    const { name, key, unique, sparse, partialFilterExpression, expireAfterSeconds } = this.definition;
+    return {
+      v: 2,
+      key,
+      name,
+      ...(unique && name !== '_id_' ? { unique: true } : {}),
+      ...(sparse ? { sparse: true } : {}),
+      ...(partialFilterExpression ? { partialFilterExpression } : {}),
+      ...(expireAfterSeconds !== undefined ? { expireAfterSeconds } : {}),
+    };
+  }
+
+  /** Whether `other` asks for the same index (same keys and the options that change its content). */
+  sameKey(other: IndexDefinition): boolean {
+    return compareValues(this.definition.key, other.key) === 0 && sameKeyOrder(this.definition.key, other.key);
+  }
+
+  sameOptions(other: IndexDefinition): boolean {
+    return (
+      Boolean(this.definition.unique) === Boolean(other.unique) &&
+      Boolean(this.definition.sparse) === Boolean(other.sparse) &&
+      compareValues(this.definition.partialFilterExpression ?? null, other.partialFilterExpression ?? null) === 0 &&
+      this.definition.expireAfterSeconds === other.expireAfterSeconds
+    );
+  }
+}
+
+function sameKeyOrder(a: Document, b: Document): boolean {
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  return ka.length === kb.length && ka.every((k, i) => k === kb[i]);
+}

@@ -1,0 +1,265 @@
+import { BSON, type Binary, type Document, type Long, type ObjectId } from 'bson';
+
+/**
+ * Two views of a stored document. Matching, sorting and index keys use the
+ * promoted view (plain JS numbers, which mingo understands); what goes back to
+ * clients comes from the typed view or the raw bytes, so int32, int64 and
+ * double stay distinct.
+ */
+export const PROMOTED: BSON.DeserializeOptions = {};
+export const TYPED: BSON.DeserializeOptions = { promoteValues: false, bsonRegExp: true };
+
+export function promoted(raw: Uint8Array): Document {
+  return BSON.deserialize(raw, PROMOTED);
+}
+
+export function typed(raw: Uint8Array): Document {
+  return BSON.deserialize(raw, TYPED);
+}
+
+function bsonType(value: object): string | undefined {
+  return (value as { _bsontype?: string })._bsontype;
+}
+
+/** A plain embedded document (not an array, not a BSON value class). */
+export function isPlainObject(value: unknown): value is Document {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/** The rank of a value's type in MongoDB's cross-type comparison order. */
+export function typeRank(value: unknown): number {
+  switch (typeof value) {
+    case 'undefined':
+      return 2;
+    case 'number':
+    case 'bigint':
+      return 3;
+    case 'string':
+      return 4;
+    case 'boolean':
+      return 9;
+    case 'object':
+      break;
+    default:
+      return 13;
+  }
+  if (value === null) return 2;
+  if (Array.isArray(value)) return 6;
+  if (value instanceof Date) return 10;
+  if (value instanceof RegExp) return 12;
+  if (value instanceof Uint8Array) return 7;
+  switch (bsonType(value)) {
+    case 'MinKey':
+      return 1;
+    case 'Int32':
+    case 'Double':
+    case 'Long':
+    case 'Decimal128':
+      return 3;
+    case 'BSONSymbol':
+      return 4;
+    case 'Binary':
+      return 7;
+    case 'ObjectId':
+      return 8;
+    case 'Timestamp':
+      return 11;
+    case 'BSONRegExp':
+      return 12;
+    case 'Code':
+      return 13;
+    case 'MaxKey':
+      return 14;
+    default:
+      return 5;
+  }
+}
+
+function numeric(value: unknown): number | bigint {
+  if (typeof value === 'number' || typeof value === 'bigint') return value;
+  const v = value as { _bsontype: string };
+  switch (v._bsontype) {
+    case 'Long': {
+      const long = value as Long;
+      const n = long.toNumber();
+      return Number.isSafeInteger(n) ? n : BigInt(long.toString());
+    }
+    case 'Decimal128':
+      return Number(String(value));
+    default:
+      return Number((value as { valueOf(): unknown }).valueOf());
+  }
+}
+
+function cmp<T extends string | number | bigint | boolean>(a: T, b: T): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function compareNumbers(a: unknown, b: unknown): number {
+  const x = numeric(a);
+  const y = numeric(b);
+  const xNaN = typeof x === 'number' && Number.isNaN(x);
+  const yNaN = typeof y === 'number' && Number.isNaN(y);
+  if (xNaN || yNaN) return xNaN && yNaN ? 0 : xNaN ? -1 : 1;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+function compareObjectIds(a: ObjectId, b: ObjectId): number {
+  // bson 7 keeps an ObjectId as four 24-bit integers; comparing them avoids allocating bytes.
+  const x = a as unknown as Record<string, unknown>;
+  const y = b as unknown as Record<string, unknown>;
+  if (typeof x.i0 === 'number' && typeof y.i0 === 'number') {
+    for (const k of ['i0', 'i1', 'i2', 'i3']) {
+      const d = (x[k] as number) - (y[k] as number);
+      if (d !== 0) return d < 0 ? -1 : 1;
+    }
+    return 0;
+  }
+  return Buffer.compare(a.id, b.id);
+}
+
+function binaryParts(value: unknown): [number, Uint8Array] {
+  if (value instanceof Uint8Array) return [0, value];
+  const binary = value as Binary;
+  return [binary.sub_type, binary.buffer.subarray(0, binary.position)];
+}
+
+function compareEntries(a: [string, unknown][], b: [string, unknown][]): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const [ka, va] = a[i]!;
+    const [kb, vb] = b[i]!;
+    const byType = typeRank(va) - typeRank(vb);
+    if (byType !== 0) return byType < 0 ? -1 : 1;
+    const byName = cmp(ka, kb);
+    if (byName !== 0) return byName;
+    const byValue = compareValues(va, vb);
+    if (byValue !== 0) return byValue;
+  }
+  return cmp(a.length, b.length);
+}
+
+/** Orders two BSON values the way MongoDB sorts and indexes them. */
+export function compareValues(a: unknown, b: unknown): number {
+  if (a === b) return 0;
+  const ra = typeRank(a);
+  const rb = typeRank(b);
+  if (ra !== rb) return ra < rb ? -1 : 1;
+  switch (ra) {
+    case 3:
+      return compareNumbers(a, b);
+    case 4:
+      return cmp(String(a), String(b));
+    case 5:
+      return compareEntries(Object.entries(a as object), Object.entries(b as object));
+    case 6:
+      return compareEntries(
+        (a as unknown[]).map((v, i) => [String(i), v]),
+        (b as unknown[]).map((v, i) => [String(i), v]),
+      );
+    case 7: {
+      const [sa, ba] = binaryParts(a);
+      const [sb, bb] = binaryParts(b);
+      return cmp(ba.length, bb.length) || cmp(sa, sb) || Buffer.compare(ba, bb);
+    }
+    case 8:
+      return compareObjectIds(a as ObjectId, b as ObjectId);
+    case 9:
+      return cmp(a as boolean, b as boolean);
+    case 10:
+      return compareNumbers((a as Date).getTime(), (b as Date).getTime());
+    case 11:
+      return (a as Long).compare(b as Long);
+    case 12: {
+      const [pa, fa] = regexParts(a);
+      const [pb, fb] = regexParts(b);
+      return cmp(pa, pb) || cmp(fa, fb);
+    }
+    case 13:
+      return cmp(String((a as { code?: unknown }).code), String((b as { code?: unknown }).code));
+    default:
+      return 0;
+  }
+}
+
+function regexParts(value: unknown): [string, string] {
+  if (value instanceof RegExp) return [value.source, value.flags];
+  const r = value as { pattern: string; options: string };
+  return [r.pattern, r.options];
+}
+
+/**
+ * The values a dotted path reaches in a document, descending into arrays the
+ * way MongoDB builds index keys. A missing field yields `undefined` (indexes
+ * store it as null); `viaArray` says an array was expanded (multikey).
+ */
+export function valuesAtPath(doc: unknown, path: string): { values: unknown[]; viaArray: boolean } {
+  const out: unknown[] = [];
+  let viaArray = false;
+  const walk = (value: unknown, segments: string[], i: number): void => {
+    if (i === segments.length) {
+      if (Array.isArray(value)) {
+        viaArray = true;
+        if (value.length === 0) out.push(undefined);
+        else out.push(...value);
+      } else {
+        out.push(value);
+      }
+      return;
+    }
+    const segment = segments[i]!;
+    if (Array.isArray(value)) {
+      viaArray = true;
+      if (/^\d+$/.test(segment)) {
+        walk(value[Number(segment)], segments, i + 1);
+        return;
+      }
+      const before = out.length;
+      for (const element of value) if (isPlainObject(element)) walk(element, segments, i);
+      if (out.length === before) out.push(undefined);
+      return;
+    }
+    if (isPlainObject(value)) {
+      walk(value[segment], segments, i + 1);
+      return;
+    }
+    out.push(undefined);
+  };
+  walk(doc, path.split('.'), 0);
+  return { values: out, viaArray };
+}
+
+/** The value a document sorts by on one key: the smallest (or largest) element of an array. */
+export function sortValue(doc: Document, path: string, direction: 1 | -1): unknown {
+  const { values, viaArray } = valuesAtPath(doc, path);
+  if (!viaArray) return values[0];
+  let best: unknown = values[0];
+  for (const v of values) if (compareValues(v, best) * direction < 0) best = v;
+  return best;
+}
+
+/** A value as MongoDB prints it in messages such as E11000's `dup key: { ... }`. */
+export function formatValue(value: unknown): string {
+  if (value === null || value === undefined) return 'null';
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') return String(value);
+  if (value instanceof Date) return `new Date(${value.getTime()})`;
+  if (Array.isArray(value)) return `[ ${value.map(formatValue).join(', ')} ]`;
+  if (isPlainObject(value)) return formatDocument(value);
+  switch (bsonType(value)) {
+    case 'ObjectId':
+      return `ObjectId('${(value as ObjectId).toHexString()}')`;
+    case 'Decimal128':
+      return `NumberDecimal("${String(value)}")`;
+    default:
+      return String(value);
+  }
+}
+
+export function formatDocument(doc: Document): string {
+  const entries = Object.entries(doc);
+  if (entries.length === 0) return '{}';
+  return `{ ${entries.map(([k, v]) => `${k}: ${formatValue(v)}`).join(', ')} }`;
+}
