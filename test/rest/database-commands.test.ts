@@ -25,7 +25,7 @@ afterAll(() => gateway?.stop());
 async function restCommands(path: string): Promise<string[]> {
   return gateway.commandsDuring(async () => {
     const response = await fetch(`${gateway.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
-    expect((await response.json()).status).toBe(true);
+    expect(((await response.json()) as { status: boolean }).status).toBe(true);
   });
 }
 
