@@ -14,7 +14,9 @@ export interface Config {
   seedFile: string | undefined;
   deployment: 'community' | 'official';
   /** The external SSO provider; present exactly when `deployment` is `official`. */
-  sso: { url: string; secret: string } | undefined;
+  sso: { url: string; secret: string; timeoutMs: number; attempts: number } | undefined;
+  /** How often unfinished purchases are settled with the provider (official deployment). */
+  settlementIntervalMs: number;
   production: boolean;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Requests per second per caller; 0 turns limiting off. */
@@ -50,6 +52,9 @@ const environmentSchema = z
       'must be an absolute URL such as https://sso.example.com',
     ),
     SSO_SECRET: optionalText,
+    SSO_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(3_000),
+    SSO_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),
+    SETTLEMENT_INTERVAL_MS: z.coerce.number().int().min(10).max(86_400_000).default(30_000),
     NODE_ENV: optionalText,
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     RATE_LIMIT: z.coerce.number().int().min(0).default(DEFAULT_RATE_LIMIT),
@@ -92,8 +97,9 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     deployment: env.DEPLOYMENT,
     sso:
       env.DEPLOYMENT === 'official' && env.SSO_URL && env.SSO_SECRET
-        ? { url: env.SSO_URL, secret: env.SSO_SECRET }
+        ? { url: env.SSO_URL, secret: env.SSO_SECRET, timeoutMs: env.SSO_TIMEOUT_MS, attempts: env.SSO_ATTEMPTS }
         : undefined,
+    settlementIntervalMs: env.SETTLEMENT_INTERVAL_MS,
     production,
     logLevel: env.LOG_LEVEL,
     rateLimit: env.RATE_LIMIT,

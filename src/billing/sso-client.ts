@@ -29,6 +29,8 @@ export interface SsoClient {
   pay(payment: { user: string; order: string; amount: number }): Promise<PaymentOutcome>;
   paymentState(order: string): Promise<PaymentState>;
   certification(user: string): Promise<Certification>;
+  /** The longest one call can take, every attempt and pause included: after that it has settled or failed. */
+  readonly callWindowMs: number;
 }
 
 export interface SsoClientOptions {
@@ -56,6 +58,8 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
   const attempts = options.attempts ?? DEFAULT_ATTEMPTS;
   if (!Number.isInteger(attempts) || attempts < 1) throw new RangeError('attempts must be a positive integer');
   if (!(timeoutMs > 0)) throw new RangeError('timeoutMs must be positive');
+  let callWindowMs = attempts * timeoutMs;
+  for (let attempt = 2; attempt <= attempts; attempt += 1) callWindowMs += backoffBefore(attempt);
   const headers = {
     authorization: `Bearer ${options.secret}`,
     'content-type': 'application/json',
@@ -68,7 +72,7 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
     const payload = JSON.stringify(body);
     let lastFailure: { reason: string; cause?: unknown } = { reason: 'was not called' };
     for (let attempt = 1; attempt <= attempts; attempt += 1) {
-      if (attempt > 1) await sleep(BACKOFF_MS[Math.min(attempt - 2, BACKOFF_MS.length - 1)] ?? 0);
+      if (attempt > 1) await sleep(backoffBefore(attempt));
       const signal = AbortSignal.timeout(timeoutMs);
       let status: number;
       let text: string;
@@ -93,6 +97,7 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
   }
 
   return {
+    callWindowMs,
     async pay({ user, order, amount }) {
       if (!Number.isFinite(amount) || amount <= 0) throw new RangeError('amount must be a positive number');
       const answer = await call('app/payment', { user, order, amount }, paymentAnswer);
@@ -107,6 +112,10 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
       return { cert: answer.cert, teenager: answer.teenager };
     },
   };
+}
+
+function backoffBefore(attempt: number): number {
+  return BACKOFF_MS[Math.min(attempt - 2, BACKOFF_MS.length - 1)] ?? 0;
 }
 
 function parseAnswer<T>(path: string, text: string, schema: z.ZodType<T>): T {
