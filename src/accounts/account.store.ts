@@ -1,6 +1,14 @@
 import type { ApiKeyModel } from './api-key.model.js';
 import type { UserModel } from './user.model.js';
 
+/** What buying and gifts need to know of a user. */
+export interface BillingAccount {
+  /** The name the SSO provider knows the user by. */
+  username: string;
+  pendingOrders: string[];
+  grantedGifts: string[];
+}
+
 /** Users and their API keys: the only code that touches those collections. */
 export class AccountStore {
   constructor(
@@ -8,10 +16,56 @@ export class AccountStore {
     private readonly apiKeys: ApiKeyModel,
   ) {}
 
-  /** The balance in ten-thousandths of a point; a user with no record has none. */
-  async balanceUnits(userId: number): Promise<number> {
-    const user = await this.users.findOne({ id: userId }, { _id: 0, balanceUnits: 1 }).lean();
-    return user?.balanceUnits ?? 0;
+  /** The balance in ten-thousandths of a point (none without a record) and the orders still awaiting credit, read by one command. */
+  async balance(userId: number): Promise<{ units: number; pendingOrders: string[] }> {
+    const user = await this.users.findOne({ id: userId }, { _id: 0, balanceUnits: 1, pendingOrders: 1 }).lean();
+    return { units: user?.balanceUnits ?? 0, pendingOrders: user?.pendingOrders ?? [] };
+  }
+
+  /** Null when the user has no record (and so no name the provider could know). */
+  async billingAccount(userId: number): Promise<BillingAccount | null> {
+    const user = await this.users
+      .findOne({ id: userId }, { _id: 0, username: 1, pendingOrders: 1, grantedGifts: 1 })
+      .lean();
+    if (!user) return null;
+    return { username: user.username, pendingOrders: user.pendingOrders ?? [], grantedGifts: user.grantedGifts ?? [] };
+  }
+
+  /** Marks an order as awaiting credit; false when the user has no record. */
+  async addPendingOrder(userId: number, order: string): Promise<boolean> {
+    const result = await this.users.updateOne({ id: userId }, { $addToSet: { pendingOrders: order } });
+    return result.matchedCount === 1;
+  }
+
+  /**
+   * Credits a paid order: adds `units` and removes the order from the pending set in one
+   * single-document update that matches only while the order is pending, so a second credit of
+   * the same order, from any request or instance, matches nothing. Returns the new balance, or
+   * null when the order was not pending (already credited or dropped).
+   */
+  async creditOrder(userId: number, order: string, units: number): Promise<number | null> {
+    const user = await this.users
+      .findOneAndUpdate(
+        { id: userId, pendingOrders: order },
+        { $inc: { balanceUnits: units }, $pull: { pendingOrders: order } },
+        { new: true, projection: { _id: 0, balanceUnits: 1 } },
+      )
+      .lean();
+    return user?.balanceUnits ?? null;
+  }
+
+  /** Removes an order that was not paid from the pending set, crediting nothing. */
+  async dropOrder(userId: number, order: string): Promise<void> {
+    await this.users.updateOne({ id: userId }, { $pull: { pendingOrders: order } });
+  }
+
+  /** Credits a gift package unless this user already has it; true when this call credited it. */
+  async creditGift(userId: number, gift: string, units: number): Promise<boolean> {
+    const result = await this.users.updateOne(
+      { id: userId, grantedGifts: { $ne: gift } },
+      { $inc: { balanceUnits: units }, $addToSet: { grantedGifts: gift } },
+    );
+    return result.modifiedCount === 1;
   }
 
   async userIdForApiKeyHash(hash: string): Promise<number | null> {

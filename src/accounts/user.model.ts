@@ -8,6 +8,13 @@ export interface UserRecord {
   balanceUnits: number;
   /** Highest conversation id ever given to this user; ids are never reused. */
   lastConversationId: number;
+  /**
+   * Order ids of this user's purchases that are paid for or may still be, but not credited yet.
+   * Crediting removes the order in the same single-document update, so it happens at most once.
+   */
+  pendingOrders?: string[];
+  /** Gift packages already credited to this user (`cert`, `teenager`); each is credited at most once. */
+  grantedGifts?: string[];
 }
 
 export type UserModel = Model<UserRecord>;
@@ -18,6 +25,8 @@ const userSchema = new Schema<UserRecord>(
     username: { type: String, required: true },
     balanceUnits: { type: Number, required: true, default: 0 },
     lastConversationId: { type: Number, required: true, default: 0 },
+    pendingOrders: { type: [String], default: undefined },
+    grantedGifts: { type: [String], default: undefined },
   },
   { collection: 'users', timestamps: true, versionKey: false },
 );

@@ -1,0 +1,29 @@
+import type { Gift, GiftGrantModel } from './gift-grant.model.js';
+
+/** MongoDB's duplicate key error. */
+const DUPLICATE_KEY = 11000;
+
+/** The only code that touches the giftGrants collection. */
+export class GiftGrantStore {
+  constructor(private readonly grants: GiftGrantModel) {}
+
+  /**
+   * Claims a gift for a user by inserting its grant; the unique `(userId, gift)` index lets
+   * exactly one insert succeed, ever. Answers whether the points still have to be credited:
+   * true for a new claim and for an earlier claim whose credit never completed.
+   */
+  async claim(userId: number, gift: Gift, points: number): Promise<boolean> {
+    try {
+      await this.grants.create({ userId, gift, points, credited: false });
+      return true;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== DUPLICATE_KEY) throw error;
+    }
+    const earlier = await this.grants.findOne({ userId, gift }, { _id: 0, credited: 1 }).lean();
+    return earlier?.credited === false;
+  }
+
+  async markCredited(userId: number, gift: Gift): Promise<void> {
+    await this.grants.updateOne({ userId, gift }, { $set: { credited: true } });
+  }
+}
