@@ -1,6 +1,7 @@
 import type { AccountStore } from './accounts/account.store.js';
 import type { Caller } from './auth/authenticator.js';
 import { BillingService } from './billing/billing.service.js';
+import type { OfficialBilling } from './billing/official-billing.js';
 import { ConversationService } from './conversations/conversation.service.js';
 import type { ConversationStore } from './conversations/conversation.store.js';
 
@@ -8,6 +9,8 @@ import type { ConversationStore } from './conversations/conversation.store.js';
 export interface Stores {
   accounts: AccountStore;
   conversations: ConversationStore;
+  /** Buying and the gift package through the SSO provider; present on the official deployment only. */
+  officialBilling?: OfficialBilling;
 }
 
 /** What every resolver sees: the caller and that caller's services, with fresh DataLoaders. */
@@ -21,6 +24,6 @@ export function createRequestContext(stores: Stores, caller: Caller): RequestCon
   return {
     caller,
     conversations: new ConversationService(stores.conversations, caller.userId),
-    billing: new BillingService(stores.accounts, caller.userId),
+    billing: new BillingService(stores.accounts, caller.userId, stores.officialBilling),
   };
 }

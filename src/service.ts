@@ -3,6 +3,8 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { secretKey, signAccessToken } from './auth/access-token.js';
 import { createGateway } from './app.js';
+import { createOfficialBilling } from './billing/official-billing.js';
+import { createSsoClient } from './billing/sso-client.js';
 import type { Config } from './config.js';
 import { connectDatabase, type Database } from './db/database.js';
 import { startEmbeddedServer, type EmbeddedServer } from './db/embedded/server.js';
@@ -43,6 +45,12 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     await loadSeed(database.stores, demoData);
   }
 
+  // Official deployment: buying and gifts go through the SSO provider (community never calls it).
+  if (config.sso !== undefined) {
+    const sso = createSsoClient(config.sso);
+    database.stores.officialBilling = createOfficialBilling(database.models, database.stores.accounts, sso, logger);
+  }
+
   const tokenKey = secretKey(config.jwtSecret ?? randomBytes(32).toString('base64url'));
   const demoToken =
     config.jwtSecret === undefined || loadDemoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
@@ -57,6 +65,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const { port } = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  const settlementSweep = database.stores.officialBilling?.settlement.startSweep(config.settlementIntervalMs);
 
   return {
     url: `http://${host}:${port}`,
@@ -66,6 +75,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     async stop() {
       await closeGracefully(server);
       await gateway.stop();
+      // Settlements write to the database: they finish (or are stopped) before it closes.
+      await settlementSweep?.stop();
       await database.close();
       await embedded?.close();
     },
