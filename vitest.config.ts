@@ -1,6 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  resolve: {
+    // graphql 16 ships CJS (`main`) and ESM (`module`) builds without an `exports` map. Node loads
+    // the CJS one for every importer; Vite would load the ESM one for our sources, and two copies
+    // of graphql reject each other's schema objects. Load the build Node loads.
+    alias: [{ find: /^graphql$/, replacement: 'graphql/index.js' }],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],

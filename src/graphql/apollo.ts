@@ -18,7 +18,6 @@ export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions
     schema,
     introspection: !options.production,
     includeStacktraceInErrorResponses: !options.production,
-    status400ForVariableCoercionErrors: true,
     allowBatchedHttpRequests: false,
     csrfPrevention: true,
     formatError,

@@ -29,8 +29,8 @@ beforeAll(async () => {
           { role: 'assistant', content: `answer ${index + 1}` },
         ],
       })),
-      { userId: BOB, id: 1, name: 'Bob one', model: 'gpt-4o', enableWeb: true, messages: [{ role: 'user', content: 'hi' }] },
-      { userId: BOB, id: 7, name: 'Bob seven', model: 'gpt-4o', enableWeb: false, messages: [] },
+      { userId: BOB, id: 501, name: 'Bob one', model: 'gpt-4o', enableWeb: true, messages: [{ role: 'user', content: 'hi' }] },
+      { userId: BOB, id: 507, name: 'Bob seven', model: 'gpt-4o', enableWeb: false, messages: [] },
     ],
   });
   alice = `Bearer ${await gateway.token(ALICE)}`;
@@ -103,8 +103,8 @@ describe('Query.conversations', () => {
     const { body } = await graphql(gateway, PAGE, { authorization: bob });
     expect(body.data.conversations.totalCount).toBe(2);
     expect(body.data.conversations.nodes.map((node: { id: number; userId: number }) => [node.id, node.userId])).toEqual([
-      [7, BOB],
-      [1, BOB],
+      [507, BOB],
+      [501, BOB],
     ]);
   });
 
@@ -157,7 +157,7 @@ describe('Query.conversation', () => {
   it('batches several conversations asked for in one operation into one query', async () => {
     let body: any;
     const commands = await gateway.commandsDuring(async () => {
-      ({ body } = await graphql(gateway, `{ a: conversation(id: 1) { name } b: conversation(id: 2) { name } c: conversation(id: 999) { name } }`, {
+      ({ body } = await graphql(gateway, `{ a: conversation(id: 1) { name } b: conversation(id: 2) { name } c: conversation(id: 507) { name } }`, {
         authorization: alice,
       }));
     });
@@ -166,7 +166,7 @@ describe('Query.conversation', () => {
   });
 
   it('is null for an unknown id and for another user’s conversation', async () => {
-    for (const id of [999, 7, 0, -5]) {
+    for (const id of [999, 507, 0, -5]) {
       const { body } = await graphql(gateway, ONE, { authorization: alice, variables: { id } });
       expect(body).toEqual({ data: { conversation: null } });
     }
@@ -177,20 +177,20 @@ describe('Mutation.deleteConversation', () => {
   const DELETE = `mutation Delete($id: Int!) { deleteConversation(id: $id) { ok error { code message } } }`;
 
   it('deletes a conversation once; a second delete answers NOT_FOUND', async () => {
-    const first = await graphql(gateway, DELETE, { authorization: bob, variables: { id: 1 } });
+    const first = await graphql(gateway, DELETE, { authorization: bob, variables: { id: 501 } });
     expect(first.body).toEqual({ data: { deleteConversation: { ok: true, error: null } } });
-    const again = await graphql(gateway, DELETE, { authorization: bob, variables: { id: 1 } });
+    const again = await graphql(gateway, DELETE, { authorization: bob, variables: { id: 501 } });
     expect(again.body).toEqual({
       data: { deleteConversation: { ok: false, error: { code: 'NOT_FOUND', message: 'conversation not found' } } },
     });
-    const { body } = await graphql(gateway, `{ conversation(id: 1) { id } }`, { authorization: bob });
+    const { body } = await graphql(gateway, `{ conversation(id: 501) { id } }`, { authorization: bob });
     expect(body.data).toEqual({ conversation: null });
   });
 
   it('cannot delete another user’s conversation, which behaves like an unknown id', async () => {
-    const { body } = await graphql(gateway, DELETE, { authorization: alice, variables: { id: 7 } });
+    const { body } = await graphql(gateway, DELETE, { authorization: alice, variables: { id: 507 } });
     expect(body.data.deleteConversation.error.code).toBe('NOT_FOUND');
-    const still = await graphql(gateway, `{ conversation(id: 7) { name } }`, { authorization: bob });
+    const still = await graphql(gateway, `{ conversation(id: 507) { name } }`, { authorization: bob });
     expect(still.body.data).toEqual({ conversation: { name: 'Bob seven' } });
   });
 
