@@ -33,9 +33,18 @@ const optionalText = z
   .transform((value) => (value === '' ? undefined : value))
   .optional();
 
+/** A whole number from `min` to `max`, given as decimal digits. */
+const wholeNumber = (min: number, max: number) =>
+  z
+    .string()
+    .trim()
+    .regex(/^[0-9]+$/, `must be a whole number from ${min} to ${max}`)
+    .transform(Number)
+    .refine((value) => value >= min && value <= max, `must be a whole number from ${min} to ${max}`);
+
 const environmentSchema = z
   .object({
-    PORT: z.coerce.number().int().min(0).max(65535).default(4000),
+    PORT: wholeNumber(0, 65535).default(4000),
     HOST: z.string().trim().min(1).default('0.0.0.0'),
     MONGODB_URI: optionalText.refine(
       (uri) => uri === undefined || /^mongodb(\+srv)?:\/\//.test(uri),
@@ -52,24 +61,23 @@ const environmentSchema = z
       'must be an absolute URL such as https://sso.example.com',
     ),
     SSO_SECRET: optionalText,
-    SSO_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(3_000),
-    SSO_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),
-    SETTLEMENT_INTERVAL_MS: z.coerce.number().int().min(10).max(86_400_000).default(30_000),
+    SSO_TIMEOUT_MS: wholeNumber(1, 600_000).default(3_000),
+    SSO_ATTEMPTS: wholeNumber(1, 10).default(3),
+    SETTLEMENT_INTERVAL_MS: wholeNumber(10, 86_400_000).default(30_000),
     NODE_ENV: optionalText,
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    RATE_LIMIT: z.coerce.number().int().min(0).default(DEFAULT_RATE_LIMIT),
+    RATE_LIMIT: wholeNumber(0, 1_000_000).default(DEFAULT_RATE_LIMIT),
     METRICS_TOKEN: optionalText,
     PLAYGROUND: z.enum(['on', 'off']).optional(),
   })
-  .superRefine((env, context) => {
-    if (env.DEPLOYMENT === 'official') {
-      for (const name of ['SSO_URL', 'SSO_SECRET'] as const) {
-        if (env[name] === undefined) {
-          context.addIssue({ code: 'custom', path: [name], message: 'is required when DEPLOYMENT=official' });
-        }
-      }
-    }
-  });
+
+/** Rules across variables, checked even when single variables are wrong, so every problem is told at once. */
+function crossVariableProblems(environment: NodeJS.ProcessEnv): string[] {
+  if (environment.DEPLOYMENT?.trim() !== 'official') return [];
+  return (['SSO_URL', 'SSO_SECRET'] as const)
+    .filter((name) => !environment[name]?.trim())
+    .map((name) => `${name} is required when DEPLOYMENT=official`);
+}
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -81,11 +89,11 @@ export class ConfigError extends Error {
 /** Parses the environment; throws a `ConfigError` listing every problem at once. */
 export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
   const parsed = environmentSchema.safeParse(environment);
-  if (!parsed.success) {
-    throw new ConfigError(
-      parsed.error.issues.map((issue) => `${issue.path.join('.') || 'environment'} ${issue.message}`),
-    );
-  }
+  const problems = [
+    ...(parsed.success ? [] : parsed.error.issues.map((issue) => `${issue.path.join('.') || 'environment'} ${issue.message}`)),
+    ...crossVariableProblems(environment),
+  ];
+  if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
   const env = parsed.data;
   const production = env.NODE_ENV === 'production';
   return {
