@@ -48,7 +48,7 @@ export class AccountStore {
       .findOneAndUpdate(
         { id: userId, pendingOrders: order },
         { $inc: { balanceUnits: units }, $pull: { pendingOrders: order } },
-        { new: true, projection: { _id: 0, balanceUnits: 1 } },
+        { returnDocument: 'after', projection: { _id: 0, balanceUnits: 1 } },
       )
       .lean();
     return user?.balanceUnits ?? null;
@@ -94,7 +94,7 @@ export class AccountStore {
   /** Takes the next conversation id of a user; a single atomic increment, so ids are never handed out twice. */
   async nextConversationId(userId: number): Promise<number> {
     const user = await this.users
-      .findOneAndUpdate({ id: userId }, { $inc: { lastConversationId: 1 } }, { new: true, projection: { lastConversationId: 1 } })
+      .findOneAndUpdate({ id: userId }, { $inc: { lastConversationId: 1 } }, { returnDocument: 'after', projection: { lastConversationId: 1 } })
       .lean();
     if (!user) throw new Error(`user ${userId} does not exist`);
     return user.lastConversationId;

@@ -24,7 +24,7 @@ export class PurchaseStore {
       .findOneAndUpdate(
         { orderId, state: 'pending', leaseUntil: { $lt: now } },
         { $set: { leaseOwner: owner, leaseUntil: until }, $inc: { attempts: 1 } },
-        { new: true, projection: { _id: 0, orderId: 1, userId: 1, username: 1, quota: 1, amount: 1, payDeadline: 1 } },
+        { returnDocument: 'after', projection: { _id: 0, orderId: 1, userId: 1, username: 1, quota: 1, amount: 1, payDeadline: 1 } },
       )
       .lean<PurchaseTerms>();
   }

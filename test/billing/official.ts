@@ -1,0 +1,101 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { PurchaseRecord } from '../../src/billing/purchase.model.js';
+import type { UserRecord } from '../../src/accounts/user.model.js';
+import { startSsoStub, type SsoStub, type SsoStubUser } from '../../src/sso-stub/stub-server.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
+
+/** Helpers shared by the official-deployment tests: a real stub provider and the real gateway, over HTTP. */
+
+export const SSO_SECRET = 'stub-secret-for-billing-tests';
+
+/** Short provider timeouts keep the failure cases quick: a call gives up after 300 + 100 + 300 ms. */
+export const FAST_SSO = { SSO_TIMEOUT_MS: '300', SSO_ATTEMPTS: '2' } as const;
+
+export function startStub(users: Record<string, Partial<SsoStubUser>>): Promise<SsoStub> {
+  return startSsoStub({ secret: SSO_SECRET, users });
+}
+
+export function startOfficialGateway(stub: SsoStub, environment: Record<string, string> = {}): Promise<TestGateway> {
+  return startTestGateway({
+    DEPLOYMENT: 'official',
+    SSO_URL: stub.url,
+    SSO_SECRET,
+    SETTLEMENT_INTERVAL_MS: '600000',
+    ...FAST_SSO,
+    ...environment,
+  });
+}
+
+export interface RestAnswer {
+  status: number;
+  text: string;
+}
+
+/** One legacy REST call with a bare token, as the legacy web client sends it. */
+export async function rest(
+  base: { url: string },
+  token: string,
+  path: '/quota' | '/buy' | '/package',
+  body?: string,
+): Promise<RestAnswer> {
+  const response = await fetch(`${base.url}${path}`, {
+    method: path === '/buy' ? 'POST' : 'GET',
+    headers: { authorization: token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body,
+  });
+  return { status: response.status, text: await response.text() };
+}
+
+export function buy(base: { url: string }, token: string, quota: number): Promise<RestAnswer> {
+  return rest(base, token, '/buy', JSON.stringify({ quota }));
+}
+
+export async function quotaOf(base: { url: string }, token: string): Promise<number> {
+  const answer = await rest(base, token, '/quota');
+  const body = JSON.parse(answer.text) as { status: boolean; quota: number };
+  if (!body.status) throw new Error(`quota failed: ${answer.text}`);
+  return body.quota;
+}
+
+export const SUCCESS = '{"status":true,"error":"success"}';
+export const NOT_ENOUGH_MONEY = '{"status":false,"error":"not enough money"}';
+export const PROVIDER_UNAVAILABLE = '{"status":false,"error":"payment provider unavailable, try again later"}';
+
+export function purchasesOf(gateway: TestGateway, userId: number): Promise<PurchaseRecord[]> {
+  return gateway.database.models.purchases.find({ userId }).sort({ createdAt: 1 }).lean<PurchaseRecord[]>();
+}
+
+export async function userRecord(gateway: TestGateway, userId: number): Promise<UserRecord | null> {
+  return gateway.database.models.users.findOne({ id: userId }).lean<UserRecord>();
+}
+
+/** Calls of the stub to one path. */
+export function callsTo(stub: SsoStub, path: string): number {
+  return stub.calls.filter((call) => call.path === path).length;
+}
+
+/** Polls `probe` until it returns something other than undefined, failing after `timeoutMs`. */
+export async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** Runs `tasks` with at most `limit` at once; results in task order. */
+export async function withConcurrency<T>(limit: number, tasks: (() => Promise<T>)[]): Promise<T[]> {
+  const results: T[] = new Array(tasks.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, tasks.length) }, async () => {
+      while (next < tasks.length) {
+        const index = next++;
+        results[index] = await tasks[index]!();
+      }
+    }),
+  );
+  return results;
+}
