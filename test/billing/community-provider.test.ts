@@ -1,0 +1,42 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SsoStub } from '../../src/sso-stub/stub-server.js';
+import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { buy, quotaOf, rest, SSO_SECRET, startStub } from './official.js';
+
+let stub: SsoStub;
+let gateway: TestGateway;
+let alice: string;
+
+beforeAll(async () => {
+  stub = await startStub({ alice: { wallet: 100, cert: true, teenager: true } });
+  // SSO settings are ignored unless DEPLOYMENT=official.
+  gateway = await startTestGateway({ DEPLOYMENT: 'community', SSO_URL: stub.url, SSO_SECRET, SETTLEMENT_INTERVAL_MS: '20' });
+  await gateway.seed({ users: [{ id: 1, username: 'alice', quota: 12.5 }] });
+  alice = await gateway.token(1);
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+  await stub?.close();
+});
+
+describe('the community deployment and the SSO provider', () => {
+  it('answers buy and package as not available and never calls the provider', async () => {
+    expect(await buy(gateway, alice, 100)).toEqual({
+      status: 200,
+      text: '{"status":false,"error":"not available on this deployment"}',
+    });
+    expect(await rest(gateway, alice, '/package')).toEqual({
+      status: 200,
+      text: '{"status":false,"error":"not available on this deployment"}',
+    });
+    await graphql(gateway, 'mutation { buy(quota: 10) { ok } }', { authorization: alice });
+    await graphql(gateway, '{ giftPackage { cert } }', { authorization: alice });
+    expect(await quotaOf(gateway, alice)).toBe(12.5);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+
+    expect(stub.calls).toEqual([]);
+    expect(stub.wallet('alice')).toBe(100);
+    expect(await gateway.database.models.purchases.countDocuments()).toBe(0);
+  });
+});
