@@ -1,0 +1,123 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+/** The project root, where `dist/` and `node_modules/` live. */
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** A child process the benchmark started, with what it printed (for error reports). */
+export interface Child {
+  name: string;
+  process: ChildProcess;
+  output(): string;
+  /** Resident set size in bytes, read from /proc (Linux only; NaN elsewhere). */
+  rss(): number;
+  /** CPU time used so far (user + system), in seconds (Linux only; NaN elsewhere). */
+  cpuSeconds(): number;
+  stop(): Promise<void>;
+}
+
+/** A loopback port that was free a moment ago. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => server.listen(0, '127.0.0.1', resolve).once('error', reject));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('could not find a free port');
+  return address.port;
+}
+
+/**
+ * Starts `node ARGS…` in the project root. Node flags (e.g. `--cpu-prof`) can be
+ * given in `nodeOptions`; the child's output is kept, not shown.
+ */
+export function startNode(
+  name: string,
+  args: string[],
+  options: { env?: Record<string, string>; nodeOptions?: string[] } = {},
+): Child {
+  const child = spawn(process.execPath, [...(options.nodeOptions ?? []), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-20_000);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    name,
+    process: child,
+    output: () => output,
+    rss: () => residentBytes(child.pid!),
+    cpuSeconds: () => cpuSecondsOf(child.pid!),
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const killed = await Promise.race([exited.then(() => true), sleep(15_000).then(() => false)]);
+      if (!killed) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+    },
+  };
+}
+
+/** Waits until the child prints a line matching `pattern`; returns the match. */
+export async function waitForOutput(child: Child, pattern: RegExp, timeoutMs = 60_000): Promise<RegExpMatchArray> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const match = child.output().match(pattern);
+    if (match) return match;
+    if (child.process.exitCode !== null) break;
+    await sleep(50);
+  }
+  throw new Error(`${child.name} did not start:\n${child.output()}`);
+}
+
+/** Waits until `url` answers 200. */
+export async function waitForHttp(child: Child, url: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.process.exitCode !== null) break;
+    try {
+      const response = await fetch(url);
+      await response.arrayBuffer();
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  throw new Error(`${child.name} did not answer ${url}:\n${child.output()}`);
+}
+
+function residentBytes(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kilobytes = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
+    if (kilobytes !== undefined) return Number(kilobytes) * 1024;
+  } catch {
+    // no /proc: not Linux, or the process is gone
+  }
+  return Number.NaN;
+}
+
+/** Clock ticks per second of /proc/PID/stat times: 100 on every common Linux build. */
+const CLOCK_TICKS = 100;
+
+function cpuSecondsOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces) start at field 3; utime and stime are fields 14 and 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return Number.NaN;
+  }
+}

@@ -1,0 +1,146 @@
+import type { Sample } from './load.js';
+
+export interface ScenarioSummary extends Omit<Sample, 'requests'> {
+  /** Lowest and highest req/s over the rounds. */
+  rps_min: number;
+  rps_max: number;
+  rounds: number;
+}
+
+export interface Target {
+  name: string;
+  value: number;
+  /** e.g. ">= 0.8" */
+  goal: string;
+  met: boolean;
+}
+
+export interface Report {
+  machine: { cores: number; cpu: string; node: string; database: string; dataset: string };
+  scenarios: Record<string, ScenarioSummary>;
+  ratios: Record<string, number>;
+  commandsPerRequest: Record<string, number>;
+  memory: { rss_before_soak_mb: number; rss_after_soak_mb: number; rss_growth_mb: number; rss_max_mb: number; soak_seconds: number };
+  targets: Target[];
+}
+
+const atLeast = (name: string, value: number, goal: number): Target => ({ name, value, goal: `>= ${goal}`, met: value >= goal });
+const atMost = (name: string, value: number, goal: number): Target => ({ name, value, goal: `<= ${goal}`, met: value <= goal });
+
+/** Every ratio the issue names, from the medians of one run. */
+export function ratiosOf(scenarios: Record<string, Pick<Sample, 'rps' | 'p99_ms'>>): Record<string, number> {
+  const rps = (name: string) => scenarios[name]?.rps ?? Number.NaN;
+  const p99 = (name: string) => scenarios[name]?.p99_ms ?? Number.NaN;
+  return {
+    rest_vs_graphql_list: rps('rest_list') / rps('graphql_list'),
+    rest_vs_graphql_load: rps('rest_load') / rps('graphql_load'),
+    rest_vs_graphql_quota: rps('rest_quota') / rps('graphql_quota'),
+    rest_vs_baseline_list: rps('rest_list') / rps('baseline_list'),
+    graphql_vs_baseline_list: rps('graphql_list') / rps('baseline_list'),
+    rest_vs_baseline_load: rps('rest_load') / rps('baseline_load'),
+    graphql_vs_baseline_load: rps('graphql_load') / rps('baseline_load'),
+    p99_rest_vs_baseline_list: p99('rest_list') / p99('baseline_list'),
+    p99_graphql_vs_baseline_list: p99('graphql_list') / p99('baseline_list'),
+    p99_rest_vs_baseline_load: p99('rest_load') / p99('baseline_load'),
+    p99_graphql_vs_baseline_load: p99('graphql_load') / p99('baseline_load'),
+    scale_rest_list_full_vs_small: rps('rest_list') / rps('rest_list_small'),
+    baseline_vs_raw_list: rps('baseline_list') / rps('raw_http'),
+    rest_vs_raw_list: rps('rest_list') / rps('raw_http'),
+  };
+}
+
+export function targetsOf(report: Omit<Report, 'targets'>, quick: boolean): Target[] {
+  const { ratios, commandsPerRequest: commands, memory } = report;
+  const targets = [
+    atLeast('REST list vs GraphQL list', ratios.rest_vs_graphql_list!, 1.0),
+    atLeast('REST load vs GraphQL load', ratios.rest_vs_graphql_load!, 1.0),
+    atLeast('REST list vs baseline', ratios.rest_vs_baseline_list!, 0.8),
+    atLeast('GraphQL list vs baseline', ratios.graphql_vs_baseline_list!, 0.6),
+    atMost('p99 REST list vs baseline', ratios.p99_rest_vs_baseline_list!, 2),
+    atMost('p99 GraphQL list vs baseline', ratios.p99_graphql_vs_baseline_list!, 2),
+    atMost('p99 REST load vs baseline', ratios.p99_rest_vs_baseline_load!, 2),
+    atMost('p99 GraphQL load vs baseline', ratios.p99_graphql_vs_baseline_load!, 2),
+    atLeast('scale: REST list, full vs 1% data set', ratios.scale_rest_list_full_vs_small!, 0.8),
+    atMost(`RSS growth over a ${memory.soak_seconds} s soak (MB)`, memory.rss_growth_mb, 50),
+  ];
+  if (quick) targets.push(atMost('gateway RSS, quick data set (MB)', memory.rss_max_mb, 300));
+  for (const [name, count] of Object.entries(commands)) {
+    const expected = name === 'graphql_page_messages' ? 2 : 1;
+    targets.push({ name: `database commands per request: ${name}`, value: count, goal: `= ${expected}`, met: count === expected });
+  }
+  return targets;
+}
+
+const fixed = (value: number, digits: number) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
+
+export function formatReport(report: Report): string {
+  const baselineOf: Record<string, string> = {
+    rest_list: 'baseline_list',
+    graphql_list: 'baseline_list',
+    rest_load: 'baseline_load',
+    graphql_load: 'baseline_load',
+  };
+  const raw = report.scenarios.raw_http?.rps ?? Number.NaN;
+  const rows = Object.entries(report.scenarios).map(([name, s]) => {
+    const baseline = baselineOf[name] ? s.rps / report.scenarios[baselineOf[name]]!.rps : Number.NaN;
+    const spread = ((s.rps_max - s.rps_min) / s.rps) * 100;
+    return [
+      name,
+      fixed(s.rps, 0),
+      `±${fixed(spread / 2, 1)}%`,
+      fixed(s.p50_ms, 2),
+      fixed(s.p99_ms, 2),
+      fixed(baseline, 2),
+      fixed(s.rps / raw, 3),
+      fixed(s.server_cpu_us ?? Number.NaN, 0),
+      fixed(s.db_cpu_us ?? Number.NaN, 0),
+      String(report.commandsPerRequest[name] ?? ''),
+    ];
+  });
+  const header = ['scenario', 'req/s', 'spread', 'p50 ms', 'p99 ms', 'x baseline', 'x raw', 'cpu µs/req', 'db µs/req', 'db cmds'];
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
+  const line = (cells: string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
+
+  const { machine, memory } = report;
+  return [
+    `chat-gateway benchmark — ${machine.cores} cores (${machine.cpu}), Node ${machine.node}, ${machine.database}, ${machine.dataset}`,
+    `16 connections, medians of the rounds; spread is half the min–max range of req/s;`,
+    `cpu µs/req: CPU time of the answering process per request; db µs/req: the same for the embedded engine`,
+    '',
+    line(header),
+    line(widths.map((width) => '-'.repeat(width))),
+    ...rows.map(line),
+    '',
+    `gateway RSS: ${fixed(memory.rss_before_soak_mb, 0)} MB before and ${fixed(memory.rss_after_soak_mb, 0)} MB after a ${memory.soak_seconds} s soak (growth ${fixed(memory.rss_growth_mb, 1)} MB), ${fixed(memory.rss_max_mb, 0)} MB at most`,
+    '',
+    'targets:',
+    ...report.targets.map((target) => `  ${target.met ? 'met    ' : 'MISSED '} ${target.name}: ${fixed(target.value, 2)} (${target.goal})`),
+  ].join('\n');
+}
+
+/** The `--json` file: the issue's shape (`scenarios` and `ratios`), plus the rest of the report. */
+export function jsonReport(report: Report): unknown {
+  const scenarios = Object.fromEntries(
+    Object.entries(report.scenarios).map(([name, s]) => [name, { rps: round(s.rps, 1), p50_ms: round(s.p50_ms, 3), p99_ms: round(s.p99_ms, 3) }]),
+  );
+  const spread = Object.fromEntries(
+    Object.entries(report.scenarios).map(([name, s]) => [
+      name,
+      { rps_min: round(s.rps_min, 1), rps_max: round(s.rps_max, 1), rounds: s.rounds, server_cpu_us: round(s.server_cpu_us ?? Number.NaN, 0), db_cpu_us: round(s.db_cpu_us ?? Number.NaN, 0) },
+    ]),
+  );
+  const ratios = Object.fromEntries(Object.entries(report.ratios).map(([name, value]) => [name, round(value, 3)]));
+  return {
+    scenarios,
+    ratios,
+    spread,
+    commands_per_request: report.commandsPerRequest,
+    memory: report.memory,
+    targets: report.targets,
+    machine: report.machine,
+  };
+}
+
+function round(value: number, digits: number): number | null {
+  return Number.isFinite(value) ? Number(value.toFixed(digits)) : null;
+}

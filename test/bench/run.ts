@@ -1,0 +1,252 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { MongoClient } from 'mongodb';
+import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
+import { withDatabaseName } from '../../src/db/uri.js';
+import { checkAnswers } from './checks.js';
+import { commandsPerRequest } from './commands.js';
+import { BENCH_USER_ID, conversationCounts, FULL_DATASET, QUICK_DATASET } from './dataset.js';
+import { drive, median, type Sample } from './load.js';
+import { freePort, ROOT, startNode, waitForHttp, waitForOutput, type Child } from './processes.js';
+import { formatReport, jsonReport, ratiosOf, targetsOf, type Report, type ScenarioSummary } from './report.js';
+import { scenarios, SCENARIO_NAMES, type Scenario, type Target } from './scenarios.js';
+import { seedUsers, smallUserCount } from './seed.js';
+
+const USAGE = `npm run bench -- [--quick] [--soak SECONDS] [--json FILE] [--rounds N] [--seconds S] [--only a,b] [--profile]
+
+  --quick        1 000 users / 100 000 conversations, shorter rounds (a few minutes in all)
+  --soak S       seconds of mixed full load for the memory check (default: 60, or 20 with --quick)
+  --json FILE    also write the results as JSON
+  --rounds N     rounds per scenario (default: 5, or 3 with --quick)
+  --seconds S    seconds per scenario and round (default: 10, or 4 with --quick)
+  --only a,b     measure only these scenarios (${SCENARIO_NAMES.join(', ')})
+  --profile      run the gateway with --cpu-prof; profiles land in .bench/profiles/
+
+MONGODB_URI set: runs on that server, in database chat_gateway_bench (dropped before and after).
+Otherwise: runs the embedded engine as a separate process.`;
+
+const BENCH_DATABASE = 'chat_gateway_bench';
+const BENCH_DIRECTORY = join(ROOT, '.bench');
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    soak: { type: 'string' },
+    json: { type: 'string' },
+    rounds: { type: 'string' },
+    seconds: { type: 'string' },
+    only: { type: 'string' },
+    profile: { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
+  },
+});
+if (args.help) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
+const quick = args.quick;
+const dataset = quick ? QUICK_DATASET : FULL_DATASET;
+const rounds = Number(args.rounds ?? (quick ? 3 : 5));
+const seconds = Number(args.seconds ?? (quick ? 4 : 10));
+const soakSeconds = Number(args.soak ?? (quick ? 20 : 60));
+const only = args.only?.split(',');
+
+const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
+const megabytes = (bytes: number) => bytes / 1024 / 1024;
+
+async function main(): Promise<void> {
+  if (!existsSync(join(ROOT, 'dist/main.js'))) throw new Error('dist/ is missing: run `npm run build` (npm run bench does)');
+  mkdirSync(BENCH_DIRECTORY, { recursive: true });
+  const children: Child[] = [];
+  const external = process.env.MONGODB_URI;
+  let uri: string | undefined;
+  let sampler: NodeJS.Timeout | undefined;
+  let engine: Child | undefined;
+  try {
+    // 1. The database, in its own process (or the real one), then the gateway, which creates its indexes.
+    if (external) {
+      uri = withDatabaseName(external, BENCH_DATABASE);
+      await dropDatabase(uri);
+    } else {
+      engine = startNode('embedded engine', ['dist/cli/embedded-db.js', '--port', String(await freePort())]);
+      children.push(engine);
+      const [address] = await waitForOutput(engine, /mongodb:\/\/127\.0\.0\.1:\d+/);
+      uri = withDatabaseName(address, BENCH_DATABASE);
+    }
+    const jwtSecret = randomBytes(24).toString('base64url');
+    const gatewayPort = await freePort();
+    const gateway = startNode('gateway', ['dist/main.js'], {
+      env: {
+        NODE_ENV: 'production',
+        RATE_LIMIT: '0',
+        LOG_LEVEL: 'warn',
+        MONGODB_URI: uri,
+        JWT_SECRET: jwtSecret,
+        PORT: String(gatewayPort),
+        HOST: '127.0.0.1',
+        DEPLOYMENT: 'community',
+        SEED_FILE: '',
+      },
+      nodeOptions: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(BENCH_DIRECTORY, 'profiles')}`] : [],
+    });
+    children.push(gateway);
+    const bases: Record<Target, string> = {
+      gateway: `http://127.0.0.1:${gatewayPort}`,
+      baseline: `http://127.0.0.1:${await freePort()}`,
+      hello: `http://127.0.0.1:${await freePort()}`,
+    };
+    await waitForHttp(gateway, `${bases.gateway}/healthz`);
+    let rssMax = 0;
+    sampler = setInterval(() => {
+      rssMax = Math.max(rssMax, gateway.rss() || 0);
+    }, 250);
+
+    // 2. The 1% data set first: the scale target compares the list on it with the full one.
+    const counts = conversationCounts(dataset);
+    const small = smallUserCount(dataset);
+    const client = await MongoClient.connect(uri);
+    const db = client.db();
+    let started = Date.now();
+    const smallConversations = await seedUsers(db, counts, 1, small + 1);
+    log(`seeded ${small} users and ${smallConversations} conversations in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+
+    const token = await signAccessToken(secretKey(jwtSecret), BENCH_USER_ID);
+    const all = scenarios(token).filter((scenario) => only === undefined || only.includes(scenario.name));
+    const baseline = startNode('baseline', ['test/bench/servers/baseline.ts', '--port', port(bases.baseline), '--uri', uri, '--secret', jwtSecret], {
+      env: { NODE_ENV: 'production' },
+      nodeOptions: ['--import', 'tsx'],
+    });
+    const hello = startNode('hello', ['test/bench/servers/hello.ts', '--port', port(bases.hello)], { nodeOptions: ['--import', 'tsx'] });
+    children.push(baseline, hello);
+    await Promise.all([waitForOutput(baseline, /listening/), waitForOutput(hello, /listening/)]);
+    const servers: Record<Target, Child> = { gateway, baseline, hello };
+    /** One run of a scenario, with the CPU time its server and the database spent per request. */
+    const measure = async (scenario: Scenario, duration: number): Promise<Sample> => {
+      const server = servers[scenario.target];
+      const cpuBefore = [server.cpuSeconds(), engine?.cpuSeconds() ?? Number.NaN];
+      const sample = await drive(bases[scenario.target], scenario, duration);
+      const perRequest = (after: number, before: number) => ((after - before) / sample.requests) * 1e6;
+      return {
+        ...sample,
+        server_cpu_us: perRequest(server.cpuSeconds(), cpuBefore[0]!),
+        db_cpu_us: perRequest(engine?.cpuSeconds() ?? Number.NaN, cpuBefore[1]!),
+      };
+    };
+    await checkAnswers(scenarios(token), bases);
+
+    log('counting database commands per request (probe gateway in this process)');
+    const commands = Object.fromEntries(await commandsPerRequest(uri, jwtSecret, all));
+
+    const restList = all.find((scenario) => scenario.name === 'rest_list');
+    const summaries: Record<string, ScenarioSummary> = {};
+    if (restList) {
+      await warmUp([restList], bases);
+      log(`rest_list on the 1% data set: ${rounds} × ${seconds} s`);
+      const samples: Sample[] = [];
+      for (let round = 0; round < rounds; round++) samples.push(await measure(restList, seconds));
+      summaries.rest_list_small = summarize(samples);
+    }
+
+    // 3. The rest of the data set, then every scenario, alternating, round after round.
+    started = Date.now();
+    const rest = await seedUsers(db, counts, small + 1, dataset.users + 1);
+    log(`seeded the other ${dataset.users - small} users and ${rest} conversations in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    await client.close();
+    await checkAnswers(scenarios(token), bases);
+    await warmUp(all, bases);
+
+    const samples = new Map<string, Sample[]>(all.map((scenario) => [scenario.name, []]));
+    for (let round = 0; round < rounds; round++) {
+      log(`round ${round + 1} of ${rounds}`);
+      // Each round starts one scenario later, so none always runs right after the same neighbour.
+      for (let index = 0; index < all.length; index++) {
+        const scenario = all[(index + round) % all.length]!;
+        samples.get(scenario.name)!.push(await measure(scenario, seconds));
+      }
+    }
+    for (const scenario of all) summaries[scenario.name] = summarize(samples.get(scenario.name)!);
+
+    // 4. Memory: RSS before and after a stretch of mixed full load on the gateway.
+    const mixed = all.filter((scenario) => scenario.target === 'gateway');
+    const rssBefore = gateway.rss();
+    log(`soak: ${soakSeconds} s of mixed load; gateway RSS now ${megabytes(rssBefore).toFixed(0)} MB`);
+    for (let elapsed = 0, index = 0; elapsed < soakSeconds && mixed.length > 0; elapsed += 5, index++) {
+      const scenario = mixed[index % mixed.length]!;
+      await drive(bases.gateway, scenario, Math.min(5, soakSeconds - elapsed));
+    }
+    const rssAfter = gateway.rss();
+    clearInterval(sampler);
+
+    const partial: Omit<Report, 'targets'> = {
+      machine: {
+        cores: availableParallelism(),
+        cpu: cpus()[0]?.model.trim() ?? 'unknown',
+        node: process.version,
+        database: external ? 'MongoDB at MONGODB_URI' : 'embedded engine (separate process)',
+        dataset: `${dataset.users} users / ${dataset.conversations} conversations (1%: ${small} / ${smallConversations})`,
+      },
+      scenarios: summaries,
+      ratios: ratiosOf(summaries),
+      commandsPerRequest: commands,
+      memory: {
+        rss_before_soak_mb: megabytes(rssBefore),
+        rss_after_soak_mb: megabytes(rssAfter),
+        rss_growth_mb: megabytes(rssAfter - rssBefore),
+        rss_max_mb: megabytes(rssMax),
+        soak_seconds: soakSeconds,
+      },
+    };
+    const report: Report = { ...partial, targets: targetsOf(partial, quick) };
+    process.stdout.write(`\n${formatReport(report)}\n`);
+    if (args.json) {
+      writeFileSync(args.json, `${JSON.stringify(jsonReport(report), null, 2)}\n`);
+      log(`wrote ${args.json}`);
+    }
+  } finally {
+    clearInterval(sampler);
+    for (const child of children.reverse()) await child.stop();
+    if (external && uri) await dropDatabase(uri);
+  }
+}
+
+/** A short run of each scenario so that every code path is compiled before it is measured. */
+async function warmUp(all: readonly Scenario[], bases: Record<Target, string>): Promise<void> {
+  for (const scenario of all) await drive(bases[scenario.target], scenario, quick ? 1 : 3);
+}
+
+function summarize(samples: readonly Sample[]): ScenarioSummary {
+  const rps = samples.map((sample) => sample.rps);
+  return {
+    rps: median(rps),
+    p50_ms: median(samples.map((sample) => sample.p50_ms)),
+    p99_ms: median(samples.map((sample) => sample.p99_ms)),
+    rps_min: Math.min(...rps),
+    rps_max: Math.max(...rps),
+    rounds: samples.length,
+    server_cpu_us: median(samples.map((sample) => sample.server_cpu_us ?? Number.NaN)),
+    db_cpu_us: median(samples.map((sample) => sample.db_cpu_us ?? Number.NaN)),
+  };
+}
+
+function port(base: string): string {
+  return new URL(base).port;
+}
+
+async function dropDatabase(uri: string): Promise<void> {
+  const client = await MongoClient.connect(uri);
+  try {
+    await client.db().dropDatabase();
+  } finally {
+    await client.close();
+  }
+}
+
+try {
+  await main();
+} catch (error) {
+  process.stderr.write(`[bench] failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exitCode = 1;
+}

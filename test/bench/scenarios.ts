@@ -1,0 +1,111 @@
+import { print } from 'graphql';
+import { ListConversationsDocument, LoadConversationDocument, QuotaDocument } from '../../src/rest/generated/operations.js';
+import { KNOWN_CONVERSATION_ID } from './dataset.js';
+
+export const SCENARIO_NAMES = [
+  'rest_list',
+  'graphql_list',
+  'baseline_list',
+  'rest_load',
+  'graphql_load',
+  'baseline_load',
+  'graphql_page_messages',
+  'rest_quota',
+  'graphql_quota',
+  'raw_http',
+] as const;
+export type ScenarioName = (typeof SCENARIO_NAMES)[number];
+
+/** Which process answers: the gateway, the hand-written baseline, or the bare `node:http` floor. */
+export type Target = 'gateway' | 'baseline' | 'hello';
+
+export interface Scenario {
+  name: ScenarioName;
+  target: Target;
+  method: 'GET' | 'POST';
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+  /** Database commands one request must cost (gateway scenarios). */
+  commands?: number;
+}
+
+/** The page of 100 with message bodies: conversations in one read, all their messages in one batched read. */
+const PAGE_WITH_MESSAGES = `query PageWithMessages {
+  conversations(first: 100) {
+    nodes {
+      id
+      name
+      messages {
+        role
+        content
+      }
+    }
+  }
+}`;
+
+/** The same operation text the REST route runs (it prints the same document), so both share one cached document. */
+function graphqlBody(query: string, operationName: string, variables?: Record<string, unknown>): string {
+  return JSON.stringify({ query, operationName, ...(variables ? { variables } : {}) });
+}
+
+export function scenarios(token: string): Scenario[] {
+  const auth = { authorization: `Bearer ${token}` };
+  const post = { ...auth, 'content-type': 'application/json' };
+  const load = `/conversation/load?id=${KNOWN_CONVERSATION_ID}`;
+  return [
+    { name: 'rest_list', target: 'gateway', method: 'GET', path: '/conversation/list', headers: auth, commands: 1 },
+    {
+      name: 'graphql_list',
+      target: 'gateway',
+      method: 'POST',
+      path: '/graphql',
+      headers: post,
+      body: graphqlBody(print(ListConversationsDocument), 'ListConversations'),
+      commands: 1,
+    },
+    { name: 'baseline_list', target: 'baseline', method: 'GET', path: '/conversation/list', headers: auth },
+    { name: 'rest_load', target: 'gateway', method: 'GET', path: load, headers: auth, commands: 1 },
+    {
+      name: 'graphql_load',
+      target: 'gateway',
+      method: 'POST',
+      path: '/graphql',
+      headers: post,
+      body: graphqlBody(print(LoadConversationDocument), 'LoadConversation', { id: KNOWN_CONVERSATION_ID }),
+      commands: 1,
+    },
+    { name: 'baseline_load', target: 'baseline', method: 'GET', path: load, headers: auth },
+    {
+      name: 'graphql_page_messages',
+      target: 'gateway',
+      method: 'POST',
+      path: '/graphql',
+      headers: post,
+      body: graphqlBody(PAGE_WITH_MESSAGES, 'PageWithMessages'),
+      commands: 2,
+    },
+    { name: 'rest_quota', target: 'gateway', method: 'GET', path: '/quota', headers: auth, commands: 1 },
+    {
+      name: 'graphql_quota',
+      target: 'gateway',
+      method: 'POST',
+      path: '/graphql',
+      headers: post,
+      body: graphqlBody(print(QuotaDocument), 'Quota'),
+      commands: 1,
+    },
+    { name: 'raw_http', target: 'hello', method: 'GET', path: '/', headers: {} },
+  ];
+}
+
+export interface Answer {
+  status: number;
+  contentType: string | null;
+  text: string;
+}
+
+export async function call(base: string, scenario: Scenario): Promise<Answer> {
+  const response = await fetch(`${base}${scenario.path}`, { method: scenario.method, headers: scenario.headers, body: scenario.body });
+  return { status: response.status, contentType: response.headers.get('content-type'), text: await response.text() };
+}
