@@ -38,6 +38,8 @@ export interface BatchOptions {
 /** Open cursors of one server; any connection may continue any cursor, as with mongod. */
 export class CursorRegistry {
   private readonly cursors = new Map<bigint, OpenCursor>();
+  /** Ids start at a random point so that ids from an earlier server are not mistaken for live ones. */
+  private nextId = BigInt(randomBytes(6).readUIntLE(0, 6)) + 1n;
   private readonly sweeper: NodeJS.Timeout;
 
   constructor() {
@@ -47,10 +49,13 @@ export class CursorRegistry {
 
   /** The reply to a command that opens a cursor: its first batch, and an id unless exhausted. */
   open(ns: string, source: DocumentSource, options: BatchOptions = {}): Buffer {
-    const cursor: OpenCursor = { id: newCursorId(), ns, source, pending: undefined, lastUsed: Date.now() };
+    const cursor: OpenCursor = { id: 0n, ns, source, pending: undefined, lastUsed: Date.now() };
     const { docs, exhausted } = takeBatch(cursor, options.batchSize ?? DEFAULT_FIRST_BATCH);
     const keep = !exhausted && !options.singleBatch;
-    if (keep) this.cursors.set(cursor.id, cursor);
+    if (keep) {
+      cursor.id = this.nextId++;
+      this.cursors.set(cursor.id, cursor);
+    }
     return cursorReply('firstBatch', docs, keep ? cursor.id : 0n, ns);
   }
 
@@ -109,7 +114,3 @@ function takeBatch(cursor: OpenCursor, batchSize: number): { docs: Buffer[]; exh
   return { docs, exhausted };
 }
 
-function newCursorId(): bigint {
-  const id = randomBytes(8).readBigInt64LE() & 0x7fffffffffffffffn;
-  return id === 0n ? 1n : id;
-}

@@ -135,10 +135,13 @@ export class FindExecution {
     /** Whether each match needs its promoted document (updates, sorting, aggregation). */
     private readonly withDocs: boolean,
   ) {
-    const query = compileFilter(spec.filter);
-    if (!collection) return;
+    if (!collection) {
+      compileFilter(spec.filter); // still refuse an invalid filter
+      return;
+    }
     this.plan = planQuery(collection, spec.filter, spec.sort, spec.hint);
-    this.query = this.plan.exact ? undefined : query;
+    // An exact plan's bounds are the whole filter: no document needs matching.
+    this.query = this.plan.exact ? undefined : compileFilter(spec.filter);
     this.scan = this.plan.kind === 'index' ? new IndexScan(this.plan, this.stats) : new CollectionScan(collection, this.plan.backward);
     if (this.plan.kind === 'index' && this.plan.index.multikey) this.seen = new Set();
   }

@@ -1,6 +1,7 @@
 import { BSON, Double, Int32, Long, ObjectId, type Document } from 'bson';
 import { updateOne } from 'mingo';
 import type { Modifier, PipelineStage } from 'mingo/updater';
+import { MingoError } from 'mingo/util';
 import { CommandError, ErrorCode } from './errors.js';
 import { MINGO_OPTIONS } from './matching.js';
 import { asBuffer, MAX_BSON_OBJECT_SIZE } from './raw-bson.js';
@@ -137,8 +138,22 @@ function applyOperators(doc: Document, statement: UpdateStatement, inserting: bo
     Object.keys(paths as Document).some((path) => /(^|\.)\$(\.|$)/.test(path)),
   );
   const condition = positional && !inserting ? statement.filter : {};
-  const result = updateOne([doc], condition, modifier as Modifier<Document>, { arrayFilters: statement.arrayFilters }, MINGO_OPTIONS);
-  return result.modifiedCount > 0 ? doc : undefined;
+  try {
+    const result = updateOne([doc], condition, modifier as Modifier<Document>, { arrayFilters: statement.arrayFilters }, MINGO_OPTIONS);
+    return result.modifiedCount > 0 ? doc : undefined;
+  } catch (error) {
+    throw withServerCode(error);
+  }
+}
+
+/** Gives mingo's refusals the codes MongoDB uses for them. */
+function withServerCode(error: unknown): unknown {
+  if (!(error instanceof MingoError)) return error;
+  if (/would create a conflict/.test(error.message)) {
+    return new CommandError(ErrorCode.ConflictingUpdateOperators, error.message.replace(/^updating/, 'Updating'));
+  }
+  if (/immutable field/.test(error.message)) return new CommandError(ErrorCode.ImmutableField, error.message);
+  return error;
 }
 
 /** Runs a pipeline-style update; the new document when it changed. */
