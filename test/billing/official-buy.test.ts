@@ -163,6 +163,10 @@ describe('buying while the provider misbehaves', () => {
     expect(await quotaOf(gateway, token(6))).toBe(0);
     stub.setFaults({});
 
+    // Unknown to the provider, but a pay call could still be on its way: kept pending for now.
+    expect(await quotaOf(gateway, token(6))).toBe(0);
+    expect((await purchasesOf(gateway, 6)).map((purchase) => purchase.state)).toEqual(['pending', 'pending']);
+    expect((await userRecord(gateway, 6))?.pendingOrders).toHaveLength(2);
     // The provider never saw the orders: balance reads keep them until their pay deadline, then drop them.
     const purchases = await eventually(
       async () => {
