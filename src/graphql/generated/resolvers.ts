@@ -98,7 +98,9 @@ export type Mutation = {
   __typename?: 'Mutation';
   /**
    * Buys points, paid from the caller's wallet at the SSO provider (1 unit of money = 10 points).
-   * Available on the official deployment only.
+   * Available on the official deployment only. Outcomes: `ok` with the new balance;
+   * `INSUFFICIENT_FUNDS` (nothing charged); `INVALID_INPUT` (nothing charged); `UNAVAILABLE` when the
+   * provider cannot be reached: the order is then settled later, and credited if it was charged.
    */
   buy: BuyPayload;
   /**
@@ -138,11 +140,15 @@ export type Query = {
   conversations: ConversationConnection;
   /**
    * The caller's certification flags at the SSO provider. Reading it claims the gift package:
-   * 50 points once certified, 150 more once as a minor, each at most once per user.
-   * Available on the official deployment only; elsewhere it fails with code `UNAVAILABLE`.
+   * 50 points once certified, 150 more once as a minor, each at most once per user, ever.
+   * Available on the official deployment only; elsewhere, and while the provider cannot be
+   * reached (nothing is granted then), it fails with code `UNAVAILABLE`.
    */
   giftPackage: GiftPackage;
-  /** The caller's balance in points. */
+  /**
+   * The caller's balance in points. On the official deployment, purchases of the caller left
+   * unfinished (the provider's answer lost or late) are settled first, so a charge shows here.
+   */
   quota: Scalars['Float']['output'];
 };
 
