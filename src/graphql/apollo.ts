@@ -7,6 +7,7 @@ import { ApolloServerPluginSchemaReportingDisabled } from '@apollo/server/plugin
 import { ApolloServerPluginUsageReportingDisabled } from '@apollo/server/plugin/disabled';
 import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { RequestContext } from '../context.js';
+import { operationLimitOptions } from '../security/operation-limits.js';
 import { UnavailableError } from '../shared/unavailable-error.js';
 
 export interface ApolloOptions {
@@ -14,10 +15,13 @@ export interface ApolloOptions {
 }
 
 export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions): ApolloServer<RequestContext> {
+  const limits = operationLimitOptions<RequestContext>();
   return new ApolloServer<RequestContext>({
     schema,
     introspection: !options.production,
     includeStacktraceInErrorResponses: !options.production,
+    parseOptions: limits.parseOptions,
+    validationRules: limits.validationRules,
     allowBatchedHttpRequests: false,
     csrfPrevention: true,
     formatError,
@@ -28,6 +32,7 @@ export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions
       ApolloServerPluginInlineTraceDisabled(),
       ApolloServerPluginUsageReportingDisabled(),
       ApolloServerPluginSchemaReportingDisabled(),
+      limits.plugin,
     ],
   });
 }

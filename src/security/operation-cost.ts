@@ -1,0 +1,85 @@
+import {
+  getArgumentValues,
+  getNamedType,
+  getNullableType,
+  getVariableValues,
+  isInterfaceType,
+  isListType,
+  isObjectType,
+  Kind,
+  type DocumentNode,
+  type FragmentDefinitionNode,
+  type GraphQLNamedType,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from 'graphql';
+
+export interface CostModel {
+  /** The most items a sized field (one with a `first` argument) returns; the resolvers cap larger requests. */
+  maxPageSize: number;
+  /** Items assumed for a list that no `first` argument sizes, such as `messages`. */
+  assumedListSize: number;
+}
+
+/**
+ * What an operation costs, from the request's own variables:
+ * every field costs 1, and a list costs its selection times its length. A list
+ * right under a field with a `first` argument (`nodes`, `edges` of a connection)
+ * is `first` long, whether `first` is a literal, a variable or the schema's
+ * default (capped at `maxPageSize`); any other list counts as `assumedListSize`.
+ * Meta fields (`__typename`, introspection) cost nothing.
+ *
+ * Returns null when the variables do not fit the operation: execution then
+ * refuses the request before any resolver runs.
+ */
+export function operationCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Record<string, unknown> | undefined,
+  model: CostModel,
+): number | null {
+  const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {});
+  if (coerced.errors) return null;
+  const variableValues = coerced.coerced;
+
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+  }
+
+  function selectionCost(selectionSet: SelectionSetNode, parentType: GraphQLNamedType, inheritedSize: number | undefined): number {
+    let cost = 0;
+    for (const selection of selectionSet.selections) {
+      if (selection.kind === Kind.FIELD) {
+        if (!isObjectType(parentType) && !isInterfaceType(parentType)) continue;
+        const field = parentType.getFields()[selection.name.value];
+        if (field === undefined) continue; // meta fields, and anything validation has already refused
+        const size = field.args.some((argument) => argument.name === 'first')
+          ? pageSize(getArgumentValues(field, selection, variableValues).first, model.maxPageSize)
+          : undefined;
+        const length = isListType(getNullableType(field.type)) ? (inheritedSize ?? model.assumedListSize) : 1;
+        const children = selection.selectionSet ? selectionCost(selection.selectionSet, getNamedType(field.type), size) : 0;
+        cost += length * (1 + children);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        const type = selection.typeCondition ? schema.getType(selection.typeCondition.name.value) : parentType;
+        if (type) cost += selectionCost(selection.selectionSet, type, inheritedSize);
+      } else {
+        // Priced where spread; the depth and token limits, checked before, bound how often.
+        const fragment = fragments.get(selection.name.value);
+        const type = fragment && schema.getType(fragment.typeCondition.name.value);
+        if (fragment && type) cost += selectionCost(fragment.selectionSet, type, inheritedSize);
+      }
+    }
+    return cost;
+  }
+
+  const rootType = schema.getRootType(operation.operation);
+  return rootType ? selectionCost(operation.selectionSet, rootType, undefined) : null;
+}
+
+function pageSize(first: unknown, maxPageSize: number): number {
+  if (typeof first !== 'number') return maxPageSize;
+  return Math.min(Math.max(first, 0), maxPageSize);
+}

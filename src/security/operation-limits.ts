@@ -1,0 +1,72 @@
+import type { ApolloServerOptions, ApolloServerPlugin, BaseContext } from '@apollo/server';
+import { ApolloArmor } from '@escape.tech/graphql-armor';
+import { GraphQLError } from 'graphql';
+import { MAX_PAGE_SIZE } from '../conversations/conversation.service.js';
+import { operationCost, type CostModel } from './operation-cost.js';
+
+/**
+ * Limits on every GraphQL operation, whether it comes to `/graphql` or from the
+ * REST layer (which runs its operations through the same Apollo Server). The
+ * schema's deepest useful path is 5 fields (`conversations.edges.node.messages.role`),
+ * the legacy web client's operations have under 30 tokens and no aliases, and
+ * GraphiQL's introspection query has under 200 tokens.
+ */
+export const OPERATION_LIMITS = {
+  /** Lexical tokens in the document; parsing stops at the first one over. */
+  tokens: 1_000,
+  aliases: 15,
+  /** Nested selections; a fragment spread counts as one level. */
+  depth: 6,
+  directives: 10,
+  /** See `operationCost`: a page of 100 conversations with their messages costs 3 301, a balance read 1. */
+  cost: 5_000,
+} as const;
+
+export const COST_MODEL: CostModel = { maxPageSize: MAX_PAGE_SIZE, assumedListSize: 10 };
+
+/**
+ * The Apollo Server options that enforce `OPERATION_LIMITS`. Every refusal is an
+ * HTTP 400 decided before any resolver runs: tokens while parsing (code
+ * `GRAPHQL_PARSE_FAILED`), aliases, depth and directives while validating, and the
+ * cost once the operation and its variables are known (`GRAPHQL_VALIDATION_FAILED`).
+ */
+export function operationLimitOptions<TContext extends BaseContext>(): Pick<
+  ApolloServerOptions<TContext>,
+  'parseOptions' | 'validationRules'
+> & { plugin: ApolloServerPlugin<TContext> } {
+  const armor = new ApolloArmor({
+    maxAliases: { n: OPERATION_LIMITS.aliases },
+    maxDepth: { n: OPERATION_LIMITS.depth },
+    maxDirectives: { n: OPERATION_LIMITS.directives },
+    // Armor's token plugin throws outside Apollo's parse step (a 500 on Apollo 5), so graphql-js's
+    // own `maxTokens` parse option counts instead. Its cost rule reads neither variables nor schema
+    // defaults, and Apollo caches validation by document text, so the cost is checked by the plugin below.
+    maxTokens: { enabled: false },
+    costLimit: { enabled: false },
+    // Suggestions are hidden in production by Apollo's `hideSchemaDetailsFromClientErrors`.
+    blockFieldSuggestion: { enabled: false },
+  });
+  return {
+    parseOptions: { maxTokens: OPERATION_LIMITS.tokens },
+    validationRules: armor.protect().validationRules,
+    plugin: costLimitPlugin(),
+  };
+}
+
+function costLimitPlugin<TContext extends BaseContext>(): ApolloServerPlugin<TContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async didResolveOperation({ schema, document, operation, request }) {
+          if (operation === undefined) return;
+          const cost = operationCost(schema, document, operation, request.variables, COST_MODEL);
+          if (cost !== null && cost > OPERATION_LIMITS.cost) {
+            throw new GraphQLError(`Operation cost limit of ${OPERATION_LIMITS.cost} exceeded, found ${cost}.`, {
+              extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } },
+            });
+          }
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,218 @@
+import { parse, print } from 'graphql';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Authenticator } from '../../src/auth/authenticator.js';
+import { createApolloServer } from '../../src/graphql/apollo.js';
+import { buildSchema } from '../../src/graphql/schema.js';
+import { inProcessExecutor } from '../../src/rest/in-process-executor.js';
+import { legacyRoutes } from '../../src/rest/routes.js';
+import { OPERATION_LIMITS } from '../../src/security/operation-limits.js';
+import { secretKey } from '../../src/auth/access-token.js';
+import { startTestGateway, TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
+import { json, postGraphql, type RawAnswer } from './http.js';
+
+const ALICE = 1;
+
+let gateway: TestGateway;
+let authorization: string;
+
+beforeAll(async () => {
+  gateway = await startTestGateway();
+  await gateway.seed({
+    users: [{ id: ALICE, username: 'alice', quota: 12.5 }],
+    conversations: Array.from({ length: 30 }, (_, index) => ({
+      userId: ALICE,
+      id: index + 1,
+      name: `Conversation ${index + 1}`,
+      model: 'gpt-4o',
+      messages: [{ role: 'user', content: 'hello' }],
+    })),
+  });
+  authorization = `Bearer ${await gateway.token(ALICE)}`;
+});
+
+afterAll(() => gateway?.stop());
+
+const repeat = (count: number, piece: (index: number) => string) => Array.from({ length: count }, (_, index) => piece(index)).join(' ');
+
+/** Posts the operation and also returns the database commands it caused. */
+async function run(query: string, variables?: Record<string, unknown>): Promise<{ answer: RawAnswer; commands: string[] }> {
+  let answer!: RawAnswer;
+  const commands = await gateway.commandsDuring(async () => {
+    answer = await postGraphql(gateway.url, { query, variables }, { authorization });
+  });
+  return { answer, commands };
+}
+
+/** A refusal: HTTP 400, the expected code and message, and not one database command (no resolver ran). */
+async function expectRefused(query: string, code: string, message: RegExp, variables?: Record<string, unknown>) {
+  const { answer, commands } = await run(query, variables);
+  expect(answer.status).toBe(400);
+  const body = json(answer);
+  expect(body.data).toBeUndefined();
+  expect(body.errors[0].extensions.code).toBe(code);
+  expect(body.errors[0].message).toMatch(message);
+  expect(commands).toEqual([]);
+}
+
+async function expectAnswered(query: string, variables?: Record<string, unknown>) {
+  const { answer } = await run(query, variables);
+  expect(answer.status, answer.text).toBe(200);
+  expect(json(answer).errors).toBeUndefined();
+  return json(answer).data;
+}
+
+describe('limits on /graphql', () => {
+  it(`answers ${OPERATION_LIMITS.aliases} aliases and refuses one more`, async () => {
+    await expectAnswered(`{ ${repeat(OPERATION_LIMITS.aliases, (i) => `a${i}: quota`)} }`);
+    await expectRefused(
+      `{ ${repeat(OPERATION_LIMITS.aliases + 1, (i) => `a${i}: quota`)} }`,
+      'GRAPHQL_VALIDATION_FAILED',
+      /Aliases limit of 15 exceeded, found 16/,
+    );
+  });
+
+  it('counts aliases hidden in fragments', async () => {
+    await expectRefused(
+      `{ ...A ...B } fragment A on Query { ${repeat(8, (i) => `a${i}: quota`)} } fragment B on Query { ${repeat(8, (i) => `b${i}: quota`)} }`,
+      'GRAPHQL_VALIDATION_FAILED',
+      /Aliases limit/,
+    );
+  });
+
+  it('answers the deepest path of the schema and refuses anything nested deeper than 6 levels', async () => {
+    await expectAnswered('{ conversations(first: 1) { edges { node { messages { role } } } } }');
+    await expectRefused(
+      '{ conversations(first: 1) { edges { node { ... on Conversation { ... on Conversation { messages { role } } } } } } }',
+      'GRAPHQL_VALIDATION_FAILED',
+      /depth limit of 6 exceeded, found 7/,
+    );
+  });
+
+  it(`refuses more than ${OPERATION_LIMITS.directives} directives`, async () => {
+    await expectAnswered(`{ ${repeat(OPERATION_LIMITS.directives, () => 'quota @include(if: true)')} }`);
+    await expectRefused(
+      `{ ${repeat(OPERATION_LIMITS.directives + 1, () => 'quota @include(if: true)')} }`,
+      'GRAPHQL_VALIDATION_FAILED',
+      /Directives limit of 10 exceeded, found 11/,
+    );
+  });
+
+  it(`refuses a document of more than ${OPERATION_LIMITS.tokens} tokens while parsing`, async () => {
+    // `{`, `}` and 499 × `quota` is 501 tokens; 1 000 × `quota` is 1 002.
+    await expectAnswered(`{ ${repeat(499, () => 'quota')} }`);
+    await expectRefused(`{ ${repeat(1_000, () => 'quota')} }`, 'GRAPHQL_PARSE_FAILED', /contains more th.. 1000 tokens/);
+  });
+
+  describe('cost, which multiplies a page by its size', () => {
+    const twoPages = (argument: string, variables = '') => `query Pages${variables} {
+      a: conversations${argument} { nodes { id name messages { role content } } }
+      b: conversations${argument} { nodes { id name messages { role content } } }
+    }`;
+    // Each page: 1 + first × (1 node + 2 fields + 10 assumed messages × 3) = 1 + 33 × first.
+    const refusedCost = /Operation cost limit of 5000 exceeded, found 6602\./;
+
+    it('answers one page of 100 conversations with their messages', async () => {
+      const data = await expectAnswered('{ conversations { nodes { id name messages { role content } } } }');
+      expect(data.conversations.nodes).toHaveLength(30);
+    });
+
+    it('refuses two such pages, given as literals', async () => {
+      await expectRefused(twoPages('(first: 100)'), 'GRAPHQL_VALIDATION_FAILED', refusedCost);
+      await expectAnswered(twoPages('(first: 10)'));
+    });
+
+    it('counts an omitted `first` as the schema default of 100', async () => {
+      await expectRefused(twoPages(''), 'GRAPHQL_VALIDATION_FAILED', refusedCost);
+    });
+
+    it('reads `first` from the variables of each request, not once per document', async () => {
+      const query = twoPages('(first: $first)', '($first: Int)');
+      await expectAnswered(query, { first: 10 });
+      await expectRefused(query, 'GRAPHQL_VALIDATION_FAILED', refusedCost, { first: 100 });
+      await expectRefused(query, 'GRAPHQL_VALIDATION_FAILED', refusedCost, {});
+      await expectAnswered(query, { first: 10 });
+    });
+
+    it('caps `first` at the page size the resolvers allow', async () => {
+      await expectRefused(twoPages('(first: $first)', '($first: Int)'), 'GRAPHQL_VALIDATION_FAILED', refusedCost, { first: 1_000_000 });
+    });
+
+    it('counts a fragment at its full cost each time it is spread', async () => {
+      // Each spread: 1 + 100 × (1 node + 1 field) = 201; 24 of them cost 4 824, 25 cost 5 025.
+      const spreads = (count: number) => `{ ${repeat(count, () => '...Page')} } fragment Page on Query { conversations { nodes { name } } }`;
+      await expectAnswered(spreads(24));
+      await expectRefused(spreads(25), 'GRAPHQL_VALIDATION_FAILED', /cost limit of 5000 exceeded, found 5025/);
+    });
+  });
+
+  it('refuses batched requests (a JSON array of operations)', async () => {
+    const answer = await postGraphql(gateway.url, [{ query: '{ quota }' }, { query: '{ quota }' }], { authorization });
+    expect(answer.status).toBe(400);
+    expect(answer.text).toMatch(/batching/i);
+  });
+});
+
+describe('hostile documents are refused fast', () => {
+  it('refuses a 2 MB document with 413 before reading it, well under a second', async () => {
+    const query = `{ ${repeat(200_000, (i) => `a${i}: quota`)} }`;
+    expect(query.length).toBeGreaterThan(2_000_000);
+    const answer = await postGraphql(gateway.url, { query }, { authorization });
+    expect(answer.status).toBe(413);
+    expect(json(answer).errors[0]).toMatchObject({ extensions: { code: 'BAD_REQUEST' } });
+    expect(answer.elapsedMs).toBeLessThan(1_000);
+  });
+
+  it('refuses a document just under the body limit with 5 000 aliases, well under a second', async () => {
+    const query = `{ ${repeat(5_000, (i) => `a${i}: quota`)} }`;
+    expect(query.length).toBeGreaterThan(50_000);
+    const answer = await postGraphql(gateway.url, { query }, { authorization });
+    expect(answer.status).toBe(400);
+    expect(json(answer).errors[0].extensions.code).toBe('GRAPHQL_PARSE_FAILED');
+    expect(answer.elapsedMs).toBeLessThan(1_000);
+  });
+
+  it('refuses a document of 16 000 tokens just under the body limit, well under a second', async () => {
+    const query = `{ ${repeat(16_000, () => 'quota')} }`;
+    const body = JSON.stringify({ query });
+    expect(body.length).toBeGreaterThan(95_000);
+    expect(body.length).toBeLessThan(100 * 1024);
+    const answer = await postGraphql(gateway.url, body, { authorization });
+    expect(answer.status).toBe(400);
+    expect(json(answer).errors[0].message).toMatch(/contains more th.. 1000 tokens/);
+    expect(answer.elapsedMs).toBeLessThan(1_000);
+  });
+});
+
+describe('the REST layer', () => {
+  it('runs its operations through the same limits as /graphql', async () => {
+    // The executor the REST layer uses, on a server built by the same factory as the gateway's.
+    const apollo = createApolloServer(buildSchema(), { production: false });
+    await apollo.start();
+    try {
+      const executor = inProcessExecutor(apollo, new Authenticator(secretKey(TEST_JWT_SECRET), gateway.database.stores.accounts), gateway.database.stores);
+      const session = (await executor.open(authorization))!;
+      const aliased = `query Aliased { ${repeat(16, (i) => `a${i}: quota`)} }`;
+      const result = await session.run({ document: parse(aliased), text: aliased, name: 'Aliased' }, {});
+      expect(result).toMatchObject({ errors: [{ extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }] });
+      const costly = `query Costly { a: conversations { nodes { id name messages { role content } } } b: conversations { nodes { id name messages { role content } } } }`;
+      expect(await session.run({ document: parse(costly), text: costly, name: 'Costly' }, {})).toMatchObject({
+        errors: [{ message: expect.stringMatching(/Operation cost limit/) }],
+      });
+    } finally {
+      await apollo.stop();
+    }
+  });
+
+  for (const route of legacyRoutes) {
+    it(`keeps the operation of ${route.method} ${route.path} within every limit`, async () => {
+      const variables = { id: 1, quota: 1 };
+      const operation = route.operation.definitions[0]!;
+      const wanted = operation.kind === 'OperationDefinition' ? (operation.variableDefinitions ?? []).map((v) => v.variable.name.value) : [];
+      const { answer } = await run(print(route.operation), Object.fromEntries(wanted.map((name) => [name, variables[name as keyof typeof variables]])));
+      const codes = (json(answer).errors ?? []).map((error: { extensions: { code: string } }) => error.extensions.code);
+      expect(codes).not.toContain('GRAPHQL_VALIDATION_FAILED');
+      expect(codes).not.toContain('GRAPHQL_PARSE_FAILED');
+      expect(answer.status).toBe(200);
+    });
+  }
+});
