@@ -13,6 +13,8 @@ import { inProcessExecutor } from './rest/in-process-executor.js';
 import { createLegacyRouter } from './rest/legacy-router.js';
 import { openApiDocument } from './rest/openapi.js';
 import { legacyRoutes } from './rest/routes.js';
+import { graphqlRequestErrors } from './security/graphql-request-errors.js';
+import { createRateLimits } from './security/rate-limit.js';
 import { packageVersion } from './version.js';
 
 export interface GatewayOptions {
@@ -20,6 +22,8 @@ export interface GatewayOptions {
   /** Key that signs and verifies access tokens. */
   tokenKey: Uint8Array;
   production: boolean;
+  /** Requests per second per caller (ten times that per address before authentication); 0 turns limiting off. */
+  rateLimit: number;
   /** Called with every unexpected failure, for the log. */
   onError(error: unknown): void;
 }
@@ -37,7 +41,8 @@ const GRAPHQL_UNAUTHORIZED = {
 
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { database } = options;
-  const authenticator = new Authenticator(options.tokenKey, database.stores.accounts);
+  const rateLimits = createRateLimits(options.rateLimit, legacyRoutes);
+  const authenticator = new Authenticator(options.tokenKey, database.stores.accounts, rateLimits.admitCaller);
   const schema = buildSchema();
   const apollo = createApolloServer(schema, { production: options.production });
   await apollo.start();
@@ -59,6 +64,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     }
   });
 
+  app.use(rateLimits.byAddress);
   app.use(
     '/graphql',
     requireCaller(authenticator, GRAPHQL_UNAUTHORIZED),
@@ -66,6 +72,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     expressMiddleware(apollo, {
       context: async ({ res }) => createRequestContext(database.stores, callerOf(res)),
     }),
+    graphqlRequestErrors,
   );
 
   const openApi = JSON.stringify(openApiDocument(legacyRoutes, packageVersion));

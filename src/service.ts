@@ -59,6 +59,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     database,
     tokenKey,
     production: config.production,
+    rateLimit: config.rateLimit,
     onError: (error) => logger.error({ err: error }, 'request failed'),
   });
   const server = gateway.app.listen(config.port, config.host);

@@ -4,6 +4,7 @@ import type { Authenticator, Caller } from './authenticator.js';
 /**
  * Lets a request through only with valid credentials; otherwise answers 401
  * with `WWW-Authenticate: Bearer` and the surface's own body, before anything is read.
+ * A caller the authenticator does not admit (over its rate limit) goes to the error handlers.
  */
 export function requireCaller(authenticator: Authenticator, unauthorizedBody: object): RequestHandler {
   const body = JSON.stringify(unauthorizedBody);

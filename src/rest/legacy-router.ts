@@ -1,4 +1,5 @@
 import express, { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
+import { RateLimitedError, sendRateLimited } from '../security/rate-limit.js';
 import { UNAUTHORIZED, type OperationExecutor, type OperationResult, type OperationSession, type PreparedRoute } from './executor.js';
 import { failureBody, type LegacyBody, type RestRoute } from './route.js';
 import { UpstreamUnavailableError } from './remote-executor.js';
@@ -81,6 +82,7 @@ function legacyErrorHandler(routes: readonly PreparedRoute[]): ErrorRequestHandl
     if (error instanceof UpstreamUnavailableError) {
       return send(response, 503, failureBody(route, 'service temporarily unavailable, try again later'));
     }
+    if (error instanceof RateLimitedError) return sendRateLimited(response, error, failureBody(route, error.message));
     const status = (error as { status?: unknown }).status;
     if (status === 413) return send(response, 413, failureBody(route, 'request body too large'));
     if (typeof status === 'number' && status >= 400 && status < 500) {
