@@ -7,7 +7,7 @@ import type { Database } from './db/database.js';
 import { createApolloServer } from './graphql/apollo.js';
 import { buildSchema } from './graphql/schema.js';
 import { internalError, notFound } from './http/fallback.js';
-import { assignRequestId } from './http/request-id.js';
+import { assignRequestId, requestIdOf } from './http/request-id.js';
 import { prepareRoutes } from './rest/executor.js';
 import { inProcessExecutor } from './rest/in-process-executor.js';
 import { createLegacyRouter } from './rest/legacy-router.js';
@@ -70,7 +70,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     requireCaller(authenticator, GRAPHQL_UNAUTHORIZED),
     express.json({ limit: JSON_BODY_LIMIT }),
     expressMiddleware(apollo, {
-      context: async ({ res }) => createRequestContext(database.stores, callerOf(res)),
+      context: async ({ res }) => createRequestContext(database.stores, callerOf(res), requestIdOf(res)),
     }),
     graphqlRequestErrors,
   );

@@ -18,11 +18,14 @@ export interface RequestContext {
   caller: Caller;
   conversations: ConversationService;
   billing: BillingService;
+  /** The HTTP request's id (as in the log), for `/graphql`; the REST layer reports its own. */
+  requestId: string | undefined;
 }
 
-export function createRequestContext(stores: Stores, caller: Caller): RequestContext {
+export function createRequestContext(stores: Stores, caller: Caller, requestId?: string): RequestContext {
   return {
     caller,
+    requestId,
     conversations: new ConversationService(stores.conversations, caller.userId),
     billing: new BillingService(stores.accounts, caller.userId, stores.officialBilling),
   };

@@ -7,6 +7,7 @@ import { ApolloServerPluginSchemaReportingDisabled } from '@apollo/server/plugin
 import { ApolloServerPluginUsageReportingDisabled } from '@apollo/server/plugin/disabled';
 import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { RequestContext } from '../context.js';
+import { maskInternalError, requestIdOnInternalErrors } from '../security/internal-errors.js';
 import { operationLimitOptions } from '../security/operation-limits.js';
 import { UnavailableError } from '../shared/unavailable-error.js';
 
@@ -20,11 +21,13 @@ export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions
     schema,
     introspection: !options.production,
     includeStacktraceInErrorResponses: !options.production,
+    // No "Did you mean …?" naming fields the caller did not know about.
+    hideSchemaDetailsFromClientErrors: options.production,
     parseOptions: limits.parseOptions,
     validationRules: limits.validationRules,
     allowBatchedHttpRequests: false,
     csrfPrevention: true,
-    formatError,
+    formatError: options.production ? (formatted, error) => maskInternalError(formatError(formatted, error)) : formatError,
     // Nothing here is used, and each costs per request or per field; the playground is served separately.
     plugins: [
       ApolloServerPluginLandingPageDisabled(),
@@ -33,6 +36,7 @@ export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions
       ApolloServerPluginUsageReportingDisabled(),
       ApolloServerPluginSchemaReportingDisabled(),
       limits.plugin,
+      requestIdOnInternalErrors,
     ],
   });
 }

@@ -1,4 +1,5 @@
 import express, { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
+import { requestIdOf } from '../http/request-id.js';
 import { RateLimitedError, sendRateLimited } from '../security/rate-limit.js';
 import { UNAUTHORIZED, type OperationExecutor, type OperationResult, type OperationSession, type PreparedRoute } from './executor.js';
 import { failureBody, type LegacyBody, type RestRoute } from './route.js';
@@ -50,7 +51,8 @@ async function answer(route: PreparedRoute, session: OperationSession, request: 
   const result = await session.run(route.prepared, input.value as Record<string, unknown>);
   if (result === UNAUTHORIZED) return unauthorized(response, route);
   const [status, body] = shape(route, result);
-  send(response, status, body);
+  // An internal error names the request, so a report can be matched with its log line.
+  send(response, status, status === 500 ? { ...body, request_id: requestIdOf(response) } : body);
 }
 
 function shape(route: PreparedRoute, result: OperationResult): [number, LegacyBody] {
