@@ -14,6 +14,7 @@ import { createLegacyRouter } from './rest/legacy-router.js';
 import { openApiDocument } from './rest/openapi.js';
 import { legacyRoutes } from './rest/routes.js';
 import { graphqlRequestErrors } from './security/graphql-request-errors.js';
+import { securityHeaders } from './security/http-headers.js';
 import { createRateLimits } from './security/rate-limit.js';
 import { packageVersion } from './version.js';
 
@@ -50,6 +51,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
   const app = express();
   app.disable('x-powered-by');
+  app.use(securityHeaders);
   app.use(assignRequestId);
 
   app.get('/healthz', (_request, response) => {

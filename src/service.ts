@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { secretKey, signAccessToken } from './auth/access-token.js';
 import { createGateway } from './app.js';
@@ -16,6 +16,8 @@ import { loadSeed, readSeedFile } from './seed/seed-file.js';
 const EMBEDDED_DATABASE_NAME = 'chat-gateway';
 /** How long in-flight requests may take to finish once stopping. */
 const SHUTDOWN_GRACE_MS = 10_000;
+/** Requests whose headers (with the request line) exceed this are refused with 431: Node's default, made explicit. */
+const MAX_HEADER_BYTES = 16 * 1024;
 
 export interface RunningService {
   /** Base URL reachable from this machine, e.g. http://127.0.0.1:4000 */
@@ -62,7 +64,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     rateLimit: config.rateLimit,
     onError: (error) => logger.error({ err: error }, 'request failed'),
   });
-  const server = gateway.app.listen(config.port, config.host);
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, gateway.app).listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const { port } = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
