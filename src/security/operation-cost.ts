@@ -48,6 +48,9 @@ export function operationCost(
   for (const definition of document.definitions) {
     if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
   }
+  // A fragment's cost depends only on the list length it inherits. Priced once each, fragments that
+  // spread other fragments several times over cannot make pricing take exponential time.
+  const fragmentCosts = new Map<string, number>();
 
   function selectionCost(selectionSet: SelectionSetNode, parentType: GraphQLNamedType, inheritedSize: number | undefined): number {
     let cost = 0;
@@ -66,10 +69,16 @@ export function operationCost(
         const type = selection.typeCondition ? schema.getType(selection.typeCondition.name.value) : parentType;
         if (type) cost += selectionCost(selection.selectionSet, type, inheritedSize);
       } else {
-        // Priced where spread; the depth and token limits, checked before, bound how often.
         const fragment = fragments.get(selection.name.value);
         const type = fragment && schema.getType(fragment.typeCondition.name.value);
-        if (fragment && type) cost += selectionCost(fragment.selectionSet, type, inheritedSize);
+        if (!fragment || !type) continue;
+        const key = `${fragment.name.value}:${inheritedSize}`;
+        let fragmentCost = fragmentCosts.get(key);
+        if (fragmentCost === undefined) {
+          fragmentCost = selectionCost(fragment.selectionSet, type, inheritedSize);
+          fragmentCosts.set(key, fragmentCost);
+        }
+        cost += fragmentCost;
       }
     }
     return cost;

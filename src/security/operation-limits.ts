@@ -15,7 +15,7 @@ export const OPERATION_LIMITS = {
   /** Lexical tokens in the document; parsing stops at the first one over. */
   tokens: 1_000,
   aliases: 15,
-  /** Nested selections; a fragment spread counts as one level. */
+  /** Nested fields; fragments add no level of their own. */
   depth: 6,
   directives: 10,
   /** See `operationCost`: a page of 100 conversations with their messages costs 3 301, a balance read 1. */
@@ -36,7 +36,7 @@ export function operationLimitOptions<TContext extends BaseContext>(): Pick<
 > & { plugin: ApolloServerPlugin<TContext> } {
   const armor = new ApolloArmor({
     maxAliases: { n: OPERATION_LIMITS.aliases },
-    maxDepth: { n: OPERATION_LIMITS.depth },
+    maxDepth: { n: OPERATION_LIMITS.depth, flattenFragments: true },
     maxDirectives: { n: OPERATION_LIMITS.directives },
     // Armor's token plugin throws outside Apollo's parse step (a 500 on Apollo 5), so graphql-js's
     // own `maxTokens` parse option counts instead. Its cost rule reads neither variables nor schema

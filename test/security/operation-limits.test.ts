@@ -79,10 +79,14 @@ describe('limits on /graphql', () => {
     );
   });
 
-  it('answers the deepest path of the schema and refuses anything nested deeper than 6 levels', async () => {
+  it('answers the deepest path of the schema, through fragments too, and refuses fields nested deeper than 6', async () => {
     await expectAnswered('{ conversations(first: 1) { edges { node { messages { role } } } } }');
+    await expectAnswered(
+      '{ conversations(first: 1) { edges { node { ...Full } } } } fragment Full on Conversation { id ... on Conversation { messages { role } } }',
+    );
+    // The schema's own types nest no deeper than 5; introspection's do.
     await expectRefused(
-      '{ conversations(first: 1) { edges { node { ... on Conversation { ... on Conversation { messages { role } } } } } } }',
+      '{ __type(name: "Query") { fields { type { fields { type { fields { name } } } } } } }',
       'GRAPHQL_VALIDATION_FAILED',
       /depth limit of 6 exceeded, found 7/,
     );
@@ -135,6 +139,16 @@ describe('limits on /graphql', () => {
 
     it('caps `first` at the page size the resolvers allow', async () => {
       await expectRefused(twoPages('(first: $first)', '($first: Int)'), 'GRAPHQL_VALIDATION_FAILED', refusedCost, { first: 1_000_000 });
+    });
+
+    it('prices fragments that spread fragments twice over, 60 levels deep, at once', async () => {
+      const levels = 60;
+      const fragments = Array.from({ length: levels }, (_, level) =>
+        level === levels - 1 ? `fragment F${level} on Query { quota }` : `fragment F${level} on Query { ...F${level + 1} ...F${level + 1} }`,
+      ).join(' ');
+      const { answer } = await run(`{ ...F0 } ${fragments}`);
+      expect(json(answer).errors[0].message).toMatch(/cost limit of 5000 exceeded, found 5764\d{14}\./);
+      expect(answer.elapsedMs).toBeLessThan(1_000);
     });
 
     it('counts a fragment at its full cost each time it is spread', async () => {
