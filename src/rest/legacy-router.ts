@@ -1,6 +1,6 @@
 import express, { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
 import { requestIdOf } from '../http/request-id.js';
-import { RateLimitedError, sendRateLimited } from '../security/rate-limit.js';
+import { RateLimitedError, rateLimitedErrorIn, sendRateLimited } from '../security/rate-limit.js';
 import { UNAUTHORIZED, type OperationExecutor, type OperationResult, type OperationSession, type PreparedRoute } from './executor.js';
 import { failureBody, type LegacyBody, type RestRoute } from './route.js';
 import { UpstreamUnavailableError } from './remote-executor.js';
@@ -50,6 +50,9 @@ async function answer(route: PreparedRoute, session: OperationSession, request: 
   }
   const result = await session.run(route.prepared, input.value as Record<string, unknown>);
   if (result === UNAUTHORIZED) return unauthorized(response, route);
+  // A remote gateway (sidecar mode) limits the caller itself; its refusal is answered like a local one.
+  const limited = rateLimitedErrorIn(result);
+  if (limited) throw limited;
   const [status, body] = shape(route, result);
   // An internal error names the request, so a report can be matched with its log line.
   send(response, status, status === 500 ? { ...body, request_id: requestIdOf(response) } : body);

@@ -61,6 +61,14 @@ export function graphqlRateLimitedBody(error: RateLimitedError): object {
   return { errors: [{ message: error.message, extensions: { code: 'RATE_LIMITED', retryAfter: error.retryAfterSeconds } }] };
 }
 
+/** The RATE_LIMITED error of a GraphQL result from this service (the sidecar forwards to it), if any. */
+export function rateLimitedErrorIn(result: { errors?: readonly { extensions?: Record<string, unknown> }[] }): RateLimitedError | undefined {
+  const extensions = result.errors?.find((error) => error.extensions?.code === 'RATE_LIMITED')?.extensions;
+  if (extensions === undefined) return undefined;
+  const { retryAfter } = extensions;
+  return new RateLimitedError(typeof retryAfter === 'number' && retryAfter >= 1 ? Math.ceil(retryAfter) : 1);
+}
+
 function rateLimitedBody(request: Request, error: RateLimitedError, failureFields: Map<string, string>): object {
   const path = request.path.toLowerCase().replace(/(.)\/+$/, '$1');
   if (path === '/graphql' || path.startsWith('/graphql/')) return graphqlRateLimitedBody(error);

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_RATE_LIMIT, loadConfig } from '../../src/config.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { startTestSidecar } from '../support/sidecar.js';
 import { json, send, type RawAnswer, type RawRequest } from './http.js';
 
 /** Per caller: 5 a second, plus a burst of 10 in any 10 seconds; per address ten times that. */
@@ -108,6 +109,24 @@ describe('per caller, after authentication', () => {
       }
       expect(answers.every((answer) => answer.status === 200 || answer.status === 429)).toBe(true);
     });
+  });
+
+  it('answers 429 with Retry-After in the endpoint’s shape through the sidecar, which the gateway limits', async () => {
+    const sidecar = await startTestSidecar(`${gateway.url}/graphql`);
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, () => send(sidecar.url, { path: '/quota', headers: { authorization: tokens.get(7)! } })),
+      );
+      const limited = answers.filter((answer) => answer.status === 429);
+      expect(limited.length).toBeGreaterThan(0);
+      for (const answer of limited) {
+        expectRetryAfter(answer);
+        expect(answer.text).toBe('{"status":false,"error":"too many requests"}');
+      }
+      expect(answers.every((answer) => answer.status === 200 || answer.status === 429)).toBe(true);
+    } finally {
+      await sidecar.stop();
+    }
   });
 
   it('counts a caller’s requests on /graphql and on the REST endpoints together', async () => {
