@@ -2,7 +2,35 @@ import { UUID, type Document } from 'bson';
 import { BTree } from './btree.js';
 import { CommandError, ErrorCode } from './errors.js';
 import { Index, type IndexDefinition } from './indexes.js';
+import { asBuffer, documentFromElements, rawElements } from './raw-bson.js';
 import { promoted } from './values.js';
+
+/**
+ * Stored documents are copied into large chunks: small Buffers from Node's
+ * shared pool would pin 8 KiB slabs that also hold short-lived garbage, which
+ * roughly doubles the memory a large collection takes.
+ */
+class Arena {
+  private static readonly CHUNK = 4 * 1024 * 1024;
+  private chunk = Buffer.allocUnsafeSlow(0);
+  private used = 0;
+
+  store(bytes: Uint8Array): Buffer {
+    if (bytes.length > Arena.CHUNK / 8) {
+      const own = Buffer.allocUnsafeSlow(bytes.length);
+      own.set(bytes);
+      return own;
+    }
+    if (this.used + bytes.length > this.chunk.length) {
+      this.chunk = Buffer.allocUnsafeSlow(Arena.CHUNK);
+      this.used = 0;
+    }
+    const stored = this.chunk.subarray(this.used, this.used + bytes.length);
+    stored.set(bytes);
+    this.used += bytes.length;
+    return stored;
+  }
+}
 
 /**
  * One collection: documents kept as their BSON bytes under a record id
@@ -15,6 +43,7 @@ export class Collection {
   readonly records: BTree<number, Buffer> = new BTree<number, Buffer>(undefined, undefined, 64);
   readonly indexes: Index[];
   private nextRid = 1;
+  private readonly arena = new Arena();
   /** Total BSON bytes of the stored documents. */
   dataSize = 0;
 
@@ -38,20 +67,20 @@ export class Collection {
     return this.records.get(rid);
   }
 
-  /** Stores a new document (its bytes must not be shared); fails on a duplicate key. */
-  insert(raw: Buffer, doc: Document): number {
+  /** Stores a copy of a new document (decoded `doc` if at hand); fails on a duplicate key. */
+  insert(raw: Uint8Array, doc: Document = this.keyDocument(raw)): number {
     const rid = this.nextRid;
     const keys = this.indexes.map((index) => index.keysOf(doc));
     this.checkUnique(keys, rid);
     this.nextRid++;
-    this.records.set(rid, raw);
+    this.records.set(rid, this.arena.store(raw));
     this.dataSize += raw.length;
     this.indexes.forEach((index, i) => index.insert(keys[i]!, rid));
     return rid;
   }
 
   /** Replaces a stored document, moving only the index entries whose keys changed. */
-  replace(rid: number, raw: Buffer, doc: Document, previous: Document): void {
+  replace(rid: number, raw: Uint8Array, doc: Document, previous: Document): void {
     const keys = this.indexes.map((index) => index.keysOf(doc));
     this.checkUnique(keys, rid);
     this.indexes.forEach((index, i) => {
@@ -62,13 +91,24 @@ export class Collection {
       index.insert(after, rid);
     });
     this.dataSize += raw.length - (this.records.get(rid)?.length ?? 0);
-    this.records.set(rid, raw);
+    this.records.set(rid, this.arena.store(raw));
   }
 
   remove(rid: number, doc: Document): void {
     for (const index of this.indexes) index.remove(index.keysOf(doc), rid);
     this.dataSize -= this.records.get(rid)?.length ?? 0;
     this.records.delete(rid);
+  }
+
+  /**
+   * The fields of a stored document that its index keys read, decoded: much
+   * cheaper than decoding a whole document with long strings in it.
+   */
+  private keyDocument(raw: Uint8Array): Document {
+    if (this.indexes.some((index) => index.definition.partialFilterExpression)) return promoted(raw);
+    const wanted = new Set(this.indexes.flatMap((index) => index.fields.map((field) => field.split('.')[0]!)));
+    const bytes = asBuffer(raw);
+    return promoted(documentFromElements(bytes, rawElements(bytes).filter((element) => wanted.has(element.name))));
   }
 
   index(name: string): Index | undefined {

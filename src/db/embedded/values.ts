@@ -106,18 +106,19 @@ function compareNumbers(a: unknown, b: unknown): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
+interface ObjectIdWords {
+  i0?: number;
+  i1: number;
+  i2: number;
+  i3: number;
+}
+
 function compareObjectIds(a: ObjectId, b: ObjectId): number {
   // bson 7 keeps an ObjectId as four 24-bit integers; comparing them avoids allocating bytes.
-  const x = a as unknown as Record<string, unknown>;
-  const y = b as unknown as Record<string, unknown>;
-  if (typeof x.i0 === 'number' && typeof y.i0 === 'number') {
-    for (const k of ['i0', 'i1', 'i2', 'i3']) {
-      const d = (x[k] as number) - (y[k] as number);
-      if (d !== 0) return d < 0 ? -1 : 1;
-    }
-    return 0;
-  }
-  return Buffer.compare(a.id, b.id);
+  const x = a as unknown as ObjectIdWords;
+  const y = b as unknown as ObjectIdWords;
+  if (x.i0 === undefined || y.i0 === undefined) return Buffer.compare(a.id, b.id);
+  return Math.sign(x.i0 - y.i0 || x.i1 - y.i1 || x.i2 - y.i2 || x.i3 - y.i3);
 }
 
 function binaryParts(value: unknown): [number, Uint8Array] {

@@ -30,30 +30,29 @@ function runStatements<T>(request: CommandRequest, statements: T[], run: (statem
   return errors;
 }
 
+const BSON_ARRAY = 0x04;
+const BSON_UNDEFINED = 0x06;
+const BSON_REGEX = 0x0b;
+
 /** The stored form of an inserted document: its own bytes, `_id` first (generated when missing). */
-function prepareInsert(raw: Buffer): UpdatedDocument {
+function prepareInsert(raw: Buffer): Buffer {
   if (raw.length > MAX_BSON_OBJECT_SIZE) {
     throw new CommandError(ErrorCode.BSONObjectTooLarge, `object to insert too large. size in bytes: ${raw.length}, max size: ${MAX_BSON_OBJECT_SIZE}`);
   }
   const elements = rawElements(raw);
   const idAt = elements.findIndex((e) => e.name === '_id');
-  let stored: Buffer;
-  if (idAt === 0) {
-    stored = Buffer.from(raw);
-  } else if (idAt > 0) {
-    stored = documentFromElements(raw, [elements[idAt]!, ...elements.filter((_, i) => i !== idAt)]);
-  } else {
+  if (idAt < 0) {
     const withId = asBuffer(BSON.serialize({ _id: new ObjectId() }));
     const joined = Buffer.concat([withId.subarray(0, withId.length - 1), raw.subarray(4)]);
     joined.writeInt32LE(joined.length, 0);
-    stored = joined;
+    return joined;
   }
-  const doc = promoted(stored);
-  const id: unknown = doc._id;
-  if (Array.isArray(id) || id instanceof RegExp || id === undefined) {
-    throw new CommandError(ErrorCode.BadValue, `The '_id' value cannot be of type ${Array.isArray(id) ? 'array' : id === undefined ? 'undefined' : 'regex'}`);
+  const idType = raw[elements[idAt]!.start];
+  if (idType === BSON_ARRAY || idType === BSON_UNDEFINED || idType === BSON_REGEX) {
+    const name = idType === BSON_ARRAY ? 'array' : idType === BSON_REGEX ? 'regex' : 'undefined';
+    throw new CommandError(ErrorCode.BadValue, `The '_id' value cannot be of type ${name}`);
   }
-  return { raw: stored, doc };
+  return idAt === 0 ? raw : documentFromElements(raw, [elements[idAt]!, ...elements.filter((_, i) => i !== idAt)]);
 }
 
 const insert: CommandHandler = (engine, request) => {
@@ -64,8 +63,7 @@ const insert: CommandHandler = (engine, request) => {
   const collection = engine.catalog.ensureCollection(request.db, request.collectionName).collection;
   let n = 0;
   const writeErrors = runStatements(request, documents as Buffer[], (raw) => {
-    const { raw: stored, doc } = prepareInsert(raw);
-    collection.insert(stored, doc);
+    collection.insert(prepareInsert(raw));
     n++;
   });
   return { n, ...(writeErrors.length > 0 ? { writeErrors } : {}), ok: 1 };
