@@ -8,7 +8,7 @@ import type { PurchaseStore, PurchaseTerms } from './purchase.store.js';
 import { SsoUnavailableError, type PaymentState, type SsoClient } from './sso-client.js';
 
 /** A pay call starts at most this long after its purchase is recorded; a later one is not sent at all. */
-export const PAY_START_SLACK_MS = 1_000;
+export const PAY_START_SLACK_MS = 3_000;
 /** Allowance for a request still on its way to the provider, and for instances' clocks that differ a little. */
 const CLOCK_SLACK_MS = 2_000;
 /** How long a balance read or a buy waits for the settlement of the caller's unfinished purchases. */

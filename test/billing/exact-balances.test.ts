@@ -11,8 +11,7 @@ let gateway: TestGateway;
 
 beforeAll(async () => {
   stub = await startStub({});
-  // The provider's default patience: under this load a 300 ms timeout would be a test of the machine.
-  gateway = await startOfficialGateway(stub, { SSO_TIMEOUT_MS: '3000', SSO_ATTEMPTS: '3' });
+  gateway = await startOfficialGateway(stub);
 });
 
 afterAll(async () => {

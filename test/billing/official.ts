@@ -8,22 +8,31 @@ import { startTestGateway, type TestGateway } from '../support/gateway.js';
 
 export const SSO_SECRET = 'stub-secret-for-billing-tests';
 
-/** Short provider timeouts keep the failure cases quick: a call gives up after 300 + 100 + 300 ms. */
-export const FAST_SSO = { SSO_TIMEOUT_MS: '300', SSO_ATTEMPTS: '2' } as const;
+/**
+ * Provider patience in tests: two attempts of 2 s, ample on a busy machine. `QUICK_SSO` (two
+ * attempts of 1 s) shortens the cases that wait for the whole call window, such as a slow provider.
+ */
+const PATIENT_SSO = { SSO_TIMEOUT_MS: '2000', SSO_ATTEMPTS: '2' } as const;
+export const QUICK_SSO = { SSO_TIMEOUT_MS: '1000', SSO_ATTEMPTS: '2' } as const;
 
 export function startStub(users: Record<string, Partial<SsoStubUser>>): Promise<SsoStub> {
   return startSsoStub({ secret: SSO_SECRET, users });
 }
 
-export function startOfficialGateway(stub: SsoStub, environment: Record<string, string> = {}): Promise<TestGateway> {
-  return startTestGateway({
+/** The official deployment's settings for a gateway in front of `stub`; the sweep is off unless asked for. */
+export function officialEnvironment(stub: SsoStub, environment: Record<string, string> = {}): Record<string, string> {
+  return {
     DEPLOYMENT: 'official',
     SSO_URL: stub.url,
     SSO_SECRET,
     SETTLEMENT_INTERVAL_MS: '600000',
-    ...FAST_SSO,
+    ...PATIENT_SSO,
     ...environment,
-  });
+  };
+}
+
+export function startOfficialGateway(stub: SsoStub, environment: Record<string, string> = {}): Promise<TestGateway> {
+  return startTestGateway(officialEnvironment(stub, environment));
 }
 
 export interface RestAnswer {

@@ -12,13 +12,14 @@ import {
   buy,
   callsTo,
   eventually,
-  FAST_SSO,
+  officialEnvironment,
   PROVIDER_UNAVAILABLE,
   purchasesOf,
+  QUICK_SSO,
   quotaOf,
-  SSO_SECRET,
   startOfficialGateway,
   startStub,
+  SUCCESS,
   userRecord,
 } from './official.js';
 
@@ -56,6 +57,33 @@ describe('the settlement sweep', () => {
     expect(stub.wallet('olga')).toBe(6);
   });
 
+  it('records a purchase credited just before a crash cut off its record, without crediting it again', async () => {
+    const stub: SsoStub = await startStub({ rosa: { wallet: 10 } });
+    cleanups.push(() => stub.close());
+    const gateway: TestGateway = await startOfficialGateway(stub, { SETTLEMENT_INTERVAL_MS: '100' });
+    cleanups.push(() => gateway.stop());
+    await gateway.seed({ users: [{ id: 1, username: 'rosa', quota: 0.5 }] });
+    const token = await gateway.token(1);
+    expect(await buy(gateway, token, 40)).toEqual({ status: 200, text: SUCCESS });
+    const [purchase] = await purchasesOf(gateway, 1);
+
+    // What a crash between the credit and the purchase's final state leaves behind, once its lease ran out.
+    await gateway.database.models.purchases.updateOne(
+      { orderId: purchase!.orderId },
+      { $set: { state: 'pending', leaseUntil: new Date(0) } },
+    );
+    await eventually(
+      async () => ((await purchasesOf(gateway, 1))[0]?.state === 'credited' ? true : undefined),
+      5_000,
+      'the sweep to settle the purchase',
+    );
+
+    expect(callsTo(stub, '/app/payment/status')).toBe(1);
+    expect((await userRecord(gateway, 1))?.balanceUnits).toBe(405_000);
+    expect(await quotaOf(gateway, token)).toBe(40.5);
+    expect(stub.wallet('rosa')).toBe(6);
+  });
+
   it('is stopped by a graceful stop, which lets a running settlement finish before the database closes', async () => {
     const stub: SsoStub = await startStub({ pavel: { wallet: 10 } });
     cleanups.push(() => stub.close());
@@ -68,18 +96,14 @@ describe('the settlement sweep', () => {
       JWT_SECRET: TEST_JWT_SECRET,
       LOG_LEVEL: 'silent',
       RATE_LIMIT: '0',
-      DEPLOYMENT: 'official',
-      SSO_URL: stub.url,
-      SSO_SECRET,
-      SETTLEMENT_INTERVAL_MS: '50',
-      ...FAST_SSO,
+      ...officialEnvironment(stub, { SETTLEMENT_INTERVAL_MS: '50', ...QUICK_SSO }),
     });
     const service = await startService(config, createLogger(config));
     let stopped = false;
     cleanups.push(async () => stopped || service.stop());
     await loadSeed(service.database.stores, { users: [{ id: 1, username: 'pavel', quota: 0 }] });
     const token = await signAccessToken(secretKey(TEST_JWT_SECRET), 1);
-    // Every answer arrives after 250 ms (within the 300 ms timeout), and both payment answers are lost.
+    // Every answer arrives after 250 ms (within the 1 s timeout), and both payment answers are lost.
     stub.setFaults({ loseNextPaymentAnswers: 2, delayMs: 250 });
     expect(await buy(service, token, 20)).toEqual({ status: 200, text: PROVIDER_UNAVAILABLE });
     await eventually(async () => (callsTo(stub, '/app/payment/status') > 0 ? true : undefined), 3_000, 'the sweep to ask');

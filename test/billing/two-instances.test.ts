@@ -6,13 +6,13 @@ import type { SsoStub } from '../../src/sso-stub/stub-server.js';
 import { TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
 import {
   buy,
-  FAST_SSO,
+  callsTo,
   NOT_ENOUGH_MONEY,
+  officialEnvironment,
   PROVIDER_UNAVAILABLE,
   purchasesOf,
   quotaOf,
   rest,
-  SSO_SECRET,
   startOfficialGateway,
   startStub,
   SUCCESS,
@@ -41,11 +41,7 @@ beforeAll(async () => {
     JWT_SECRET: TEST_JWT_SECRET,
     LOG_LEVEL: 'silent',
     RATE_LIMIT: '0',
-    DEPLOYMENT: 'official',
-    SSO_URL: stub.url,
-    SSO_SECRET,
-    ...FAST_SSO,
-    ...environment,
+    ...officialEnvironment(stub, environment),
   });
   second = await startService(config, createLogger(config));
   await first.seed({
@@ -102,5 +98,7 @@ describe('two gateway instances on one database', () => {
     expect((await purchasesOf(first, 3)).map((purchase) => purchase.state)).toEqual(['credited', 'credited', 'credited']);
     expect((await userRecord(first, 3))?.pendingOrders).toEqual([]);
     expect(stub.wallet('chen')).toBe(40);
+    // Leases: however many sweeps and reads raced, each order was asked about once.
+    expect(callsTo(stub, '/app/payment/status')).toBe(3);
   });
 });
