@@ -7,6 +7,8 @@ import type { Database } from './db/database.js';
 import { createApolloServer } from './graphql/apollo.js';
 import { buildSchema } from './graphql/schema.js';
 import { internalError, notFound } from './http/fallback.js';
+import { graphqlDatabaseUnavailable } from './http/graphql-unavailable.js';
+import { healthRoutes } from './http/health.js';
 import { assignRequestId, requestIdOf } from './http/request-id.js';
 import { prepareRoutes } from './rest/executor.js';
 import { inProcessExecutor } from './rest/in-process-executor.js';
@@ -54,18 +56,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.use(securityHeaders);
   app.use(assignRequestId);
 
-  app.get('/healthz', (_request, response) => {
-    response.json({ status: 'ok' });
-  });
-  app.get('/readyz', async (_request, response) => {
-    try {
-      await database.ping(1_000);
-      response.json({ status: 'ready' });
-    } catch {
-      response.status(503).json({ status: 'database unavailable' });
-    }
-  });
-
+  app.use(healthRoutes(database));
   app.use(rateLimits.byAddress);
   app.use(
     '/graphql',
@@ -74,6 +65,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     expressMiddleware(apollo, {
       context: async ({ res }) => createRequestContext(database.stores, callerOf(res), requestIdOf(res)),
     }),
+    graphqlDatabaseUnavailable,
     graphqlRequestErrors,
   );
 

@@ -37,7 +37,10 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   if (config.mongodbUri === undefined) {
     embedded = await startEmbeddedServer({ host: '127.0.0.1', port: 0 });
   }
-  const database = await connectDatabase(config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME));
+  const database = await connectDatabase(
+    config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME),
+    logger,
+  );
 
   const loadDemoData = embedded !== undefined && config.seedFile === undefined;
   if (config.seedFile !== undefined) {

@@ -1,4 +1,4 @@
-import { ApolloServer } from '@apollo/server';
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
 import { ApolloServerPluginCacheControlDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
@@ -7,6 +7,7 @@ import { ApolloServerPluginSchemaReportingDisabled } from '@apollo/server/plugin
 import { ApolloServerPluginUsageReportingDisabled } from '@apollo/server/plugin/disabled';
 import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { RequestContext } from '../context.js';
+import { isDatabaseUnavailable } from '../db/database.js';
 import { maskInternalError, requestIdOnInternalErrors } from '../security/internal-errors.js';
 import { operationLimitOptions } from '../security/operation-limits.js';
 import { UnavailableError } from '../shared/unavailable-error.js';
@@ -35,6 +36,7 @@ export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions
       ApolloServerPluginInlineTraceDisabled(),
       ApolloServerPluginUsageReportingDisabled(),
       ApolloServerPluginSchemaReportingDisabled(),
+      databaseOutageStatus,
       limits.plugin,
       requestIdOnInternalErrors,
     ],
@@ -46,5 +48,24 @@ function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLF
   if (original instanceof UnavailableError) {
     return { ...formatted, message: original.message, extensions: { ...formatted.extensions, code: 'UNAVAILABLE' } };
   }
+  if (isDatabaseUnavailable(original)) {
+    return {
+      ...formatted,
+      message: 'database unavailable, try again later',
+      extensions: { ...formatted.extensions, code: 'DATABASE_UNAVAILABLE' },
+    };
+  }
   return formatted;
 }
+
+/** An operation that failed because the database is unreachable answers HTTP 503, so clients retry later. */
+const databaseOutageStatus: ApolloServerPlugin<RequestContext> = {
+  async requestDidStart() {
+    return {
+      async willSendResponse({ response }) {
+        const { errors } = response.body.kind === 'single' ? response.body.singleResult : response.body.initialResult;
+        if (errors?.some((error) => error.extensions?.code === 'DATABASE_UNAVAILABLE')) response.http.status = 503;
+      },
+    };
+  },
+};

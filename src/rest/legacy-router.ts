@@ -1,4 +1,5 @@
 import express, { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
+import { isDatabaseUnavailable } from '../db/database.js';
 import { requestIdOf } from '../http/request-id.js';
 import { RateLimitedError, rateLimitedErrorIn, sendRateLimited } from '../security/rate-limit.js';
 import { UNAUTHORIZED, type OperationExecutor, type OperationResult, type OperationSession, type PreparedRoute } from './executor.js';
@@ -84,7 +85,7 @@ function legacyErrorHandler(routes: readonly PreparedRoute[]): ErrorRequestHandl
   return (error: unknown, request, response, next) => {
     const route = byPath.get(request.path);
     if (route === undefined || response.headersSent) return next(error);
-    if (error instanceof UpstreamUnavailableError) {
+    if (error instanceof UpstreamUnavailableError || isDatabaseUnavailable(error)) {
       return send(response, 503, failureBody(route, 'service temporarily unavailable, try again later'));
     }
     if (error instanceof RateLimitedError) return sendRateLimited(response, error, failureBody(route, error.message));
