@@ -10,6 +10,10 @@ import { internalError, notFound } from './http/fallback.js';
 import { graphqlDatabaseUnavailable } from './http/graphql-unavailable.js';
 import { healthRoutes } from './http/health.js';
 import { assignRequestId, requestIdOf } from './http/request-id.js';
+import type { Logger } from './logger.js';
+import { graphqlLogging } from './observability/graphql-logging.js';
+import { createMetrics } from './observability/metrics.js';
+import { logRequests } from './observability/request-log.js';
 import { prepareRoutes } from './rest/executor.js';
 import { inProcessExecutor } from './rest/in-process-executor.js';
 import { createLegacyRouter } from './rest/legacy-router.js';
@@ -29,6 +33,10 @@ export interface GatewayOptions {
   rateLimit: number;
   /** Called with every unexpected failure, for the log. */
   onError(error: unknown): void;
+  /** Receives one line per request. */
+  logger: Logger;
+  /** When set, `/metrics` answers only `Authorization: Bearer <metricsToken>`. */
+  metricsToken: string | undefined;
 }
 
 export interface Gateway {
@@ -47,23 +55,31 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const rateLimits = createRateLimits(options.rateLimit, legacyRoutes);
   const authenticator = new Authenticator(options.tokenKey, database.stores.accounts, rateLimits.admitCaller);
   const schema = buildSchema();
-  const apollo = createApolloServer(schema, { production: options.production });
+  const metrics = createMetrics(database, options.metricsToken);
+  const graphqlLog = graphqlLogging(options.logger);
+  const apollo = createApolloServer(schema, {
+    production: options.production,
+    plugins: [metrics.graphqlPlugin, graphqlLog.plugin],
+  });
   await apollo.start();
   const restRoutes = prepareRoutes(legacyRoutes, schema);
 
   const app = express();
   app.disable('x-powered-by');
   app.use(securityHeaders);
-  app.use(assignRequestId);
+  app.use(assignRequestId, metrics.recordRequests);
 
   app.use(healthRoutes(database));
+  app.get('/metrics', metrics.endpoint);
+  // Probes and scrapes above are counted but not logged: they would drown the log.
+  app.use(logRequests(options.logger));
   app.use(rateLimits.byAddress);
   app.use(
     '/graphql',
     requireCaller(authenticator, GRAPHQL_UNAUTHORIZED),
     express.json({ limit: JSON_BODY_LIMIT }),
     expressMiddleware(apollo, {
-      context: async ({ res }) => createRequestContext(database.stores, callerOf(res), requestIdOf(res)),
+      context: async ({ res }) => graphqlLog.track(res, createRequestContext(database.stores, callerOf(res), requestIdOf(res))),
     }),
     graphqlDatabaseUnavailable,
     graphqlRequestErrors,
@@ -78,5 +94,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.use(notFound);
   app.use(internalError(options.onError));
 
-  return { app, stop: () => apollo.stop() };
+  return {
+    app,
+    async stop() {
+      metrics.stop();
+      await apollo.stop();
+    },
+  };
 }

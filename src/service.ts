@@ -66,6 +66,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     production: config.production,
     rateLimit: config.rateLimit,
     onError: (error) => logger.error({ err: error }, 'request failed'),
+    logger,
+    metricsToken: config.metricsToken,
   });
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, gateway.app).listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));

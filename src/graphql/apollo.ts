@@ -14,6 +14,8 @@ import { UnavailableError } from '../shared/unavailable-error.js';
 
 export interface ApolloOptions {
   production: boolean;
+  /** Metrics and logging. */
+  plugins?: ApolloServerPlugin<RequestContext>[];
 }
 
 export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions): ApolloServer<RequestContext> {
@@ -39,6 +41,7 @@ export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions
       databaseOutageStatus,
       limits.plugin,
       requestIdOnInternalErrors,
+      ...(options.plugins ?? []),
     ],
   });
 }

@@ -1,5 +1,6 @@
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { getOperationAST, print, validate, type GraphQLError, type GraphQLSchema } from 'graphql';
+import type { Caller } from '../auth/authenticator.js';
 import type { RestRoute } from './route.js';
 
 /** A route's operation, printed and validated once at start. */
@@ -21,6 +22,8 @@ export interface OperationResult {
 export const UNAUTHORIZED = Symbol('unauthorized');
 
 export interface OperationSession {
+  /** Who is calling, when this process checked the credentials itself (for the request log). */
+  caller?: Caller;
   run(operation: PreparedOperation, variables: Record<string, unknown>): Promise<OperationResult | typeof UNAUTHORIZED>;
   /** Whether the credentials are good, for answers that need no operation (bad input still owes a 401 first). */
   confirmCaller(): Promise<boolean>;

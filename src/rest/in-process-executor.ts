@@ -17,6 +17,7 @@ export function inProcessExecutor(
       const caller = await authenticator.authenticate(authorization);
       if (caller === null) return null;
       return {
+        caller,
         confirmCaller: async () => true,
         async run(operation, variables) {
           const response = await apollo.executeOperation(

@@ -26,6 +26,7 @@ export function createLegacyRouter(routes: readonly PreparedRoute[], executor: O
       try {
         const session = await executor.open(request.get('authorization'));
         if (session === null) return unauthorized(response, route);
+        response.locals.caller = session.caller;
         if (route.method === 'POST') await new Promise<void>((resolve, reject) => readBody(request, response, (error?: unknown) => (error ? reject(error) : resolve())));
         await answer(route, session, request, response);
       } catch (error) {

@@ -1,0 +1,49 @@
+import type { CommandFailedEvent, CommandSucceededEvent, MongoClient } from 'mongodb';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Database } from '../db/database.js';
+
+const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+/** How long a scrape waits for the database's answer to its ping. */
+const PING_TIMEOUT_MS = 1_000;
+
+/**
+ * Whether the database answers a ping at scrape time (the driver's own view lags by up to a
+ * heartbeat), and every command's count and duration from the driver's command monitoring.
+ * Returns a function that stops listening.
+ */
+export function databaseMetrics(registry: Registry, database: Pick<Database, 'ping'>, client: MongoClient): () => void {
+  new Gauge({
+    name: 'mongodb_up',
+    help: '1 when the database answered a ping during this scrape, 0 otherwise',
+    registers: [registry],
+    async collect() {
+      this.set(await database.ping(PING_TIMEOUT_MS).then(() => 1, () => 0));
+    },
+  });
+  const commands = new Counter({
+    name: 'mongodb_commands_total',
+    help: 'Database commands sent, by command name and result',
+    labelNames: ['command', 'result'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'mongodb_command_duration_seconds',
+    help: 'Round trip of database commands, by command name',
+    labelNames: ['command'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [registry],
+  });
+
+  const onCommand = (result: 'success' | 'failure') => (event: CommandSucceededEvent | CommandFailedEvent) => {
+    commands.inc({ command: event.commandName, result });
+    duration.observe({ command: event.commandName }, event.duration / 1000);
+  };
+  const onSucceeded = onCommand('success');
+  const onFailed = onCommand('failure');
+  client.on('commandSucceeded', onSucceeded);
+  client.on('commandFailed', onFailed);
+  return () => {
+    client.off('commandSucceeded', onSucceeded);
+    client.off('commandFailed', onFailed);
+  };
+}

@@ -1,0 +1,81 @@
+import type { ApolloServerPlugin, BaseContext, GraphQLResponse } from '@apollo/server';
+import type { GraphQLFormattedError } from 'graphql';
+import { Counter, Histogram, type Registry } from 'prom-client';
+
+const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Clients choose operation names; past this many distinct ones, new names are counted as `other`. */
+const MAX_OPERATION_NAMES = 200;
+/** Requests that never reached a valid operation (unparsable, invalid, ambiguous). */
+const UNRESOLVED = '(unresolved)';
+
+/**
+ * Counts and times GraphQL operations by name and type, and errors by code.
+ * It sees `/graphql` and the REST layer alike, since both run through the same Apollo Server.
+ */
+export function graphqlMetrics(registry: Registry): ApolloServerPlugin<BaseContext> {
+  const operations = new Counter({
+    name: 'graphql_operations_total',
+    help: 'GraphQL operations run, by operation name and type, and whether the response carried errors',
+    labelNames: ['operation_name', 'operation_type', 'result'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'graphql_operation_duration_seconds',
+    help: 'Time to parse, validate and execute a GraphQL operation, by operation name and type',
+    labelNames: ['operation_name', 'operation_type'] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [registry],
+  });
+  const errors = new Counter({
+    name: 'graphql_errors_total',
+    help: 'Errors in GraphQL responses, by extensions.code',
+    labelNames: ['code'] as const,
+    registers: [registry],
+  });
+  const names = new BoundedLabels(MAX_OPERATION_NAMES);
+
+  return {
+    async requestDidStart() {
+      const started = process.hrtime.bigint();
+      let operationName = UNRESOLVED;
+      let operationType = 'unknown';
+      return {
+        async didResolveOperation(requestContext) {
+          operationName = names.label(requestContext.operationName ?? 'anonymous');
+          operationType = requestContext.operation?.operation ?? 'unknown';
+        },
+        async willSendResponse({ response }) {
+          const failures = formattedErrorsOf(response);
+          for (const failure of failures) errors.inc({ code: codeOf(failure) });
+          const labels = { operation_name: operationName, operation_type: operationType };
+          operations.inc({ ...labels, result: failures.length > 0 ? 'error' : 'success' });
+          duration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+        },
+      };
+    },
+  };
+}
+
+export function formattedErrorsOf(response: GraphQLResponse): readonly GraphQLFormattedError[] {
+  const result = response.body.kind === 'single' ? response.body.singleResult : response.body.initialResult;
+  return result.errors ?? [];
+}
+
+export function codeOf(error: GraphQLFormattedError): string {
+  const code = error.extensions?.code;
+  return typeof code === 'string' ? code : 'INTERNAL_SERVER_ERROR';
+}
+
+/** Passes label values through until `limit` distinct ones were seen, then answers `other` for new ones. */
+class BoundedLabels {
+  private readonly seen = new Set<string>();
+
+  constructor(private readonly limit: number) {}
+
+  label(value: string): string {
+    if (this.seen.has(value)) return value;
+    if (this.seen.size >= this.limit) return 'other';
+    this.seen.add(value);
+    return value;
+  }
+}

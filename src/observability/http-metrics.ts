@@ -1,0 +1,31 @@
+import type { RequestHandler } from 'express';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import { whenRequestEnds } from './request-end.js';
+
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** Counts and times every HTTP request by method, route pattern and status. */
+export function httpMetrics(registry: Registry): RequestHandler {
+  const labelNames = ['method', 'route', 'status'] as const;
+  const requests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern and status',
+    labelNames,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from receiving an HTTP request to finishing its answer, by method, route pattern and status',
+    labelNames,
+    buckets: DURATION_BUCKETS,
+    registers: [registry],
+  });
+  return (request, response, next) => {
+    whenRequestEnds(request, response, ({ route, status, durationSeconds }) => {
+      const labels = { method: request.method, route, status: String(status) };
+      requests.inc(labels);
+      duration.observe(labels, durationSeconds);
+    });
+    next();
+  };
+}

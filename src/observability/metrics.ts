@@ -1,0 +1,31 @@
+import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
+import type { RequestHandler } from 'express';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { Database } from '../db/database.js';
+import { databaseMetrics } from './database-metrics.js';
+import { graphqlMetrics } from './graphql-metrics.js';
+import { httpMetrics } from './http-metrics.js';
+import { metricsEndpoint } from './metrics-endpoint.js';
+
+export interface GatewayMetrics {
+  /** Counts and times every HTTP request; mount before the routes. */
+  recordRequests: RequestHandler;
+  /** Counts and times every GraphQL operation, from `/graphql` and the REST layer alike. */
+  graphqlPlugin: ApolloServerPlugin<BaseContext>;
+  /** `GET /metrics` in Prometheus text format. */
+  endpoint: RequestHandler;
+  /** Stops listening to the database driver. */
+  stop(): void;
+}
+
+/** One registry per gateway, not prom-client's global one, so several gateways can share a process. */
+export function createMetrics(database: Pick<Database, 'connection' | 'ping'>, token: string | undefined): GatewayMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    recordRequests: httpMetrics(registry),
+    graphqlPlugin: graphqlMetrics(registry),
+    endpoint: metricsEndpoint(registry, token),
+    stop: databaseMetrics(registry, database, database.connection.getClient()),
+  };
+}
