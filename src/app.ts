@@ -14,6 +14,7 @@ import type { Logger } from './logger.js';
 import { graphqlLogging } from './observability/graphql-logging.js';
 import { createMetrics } from './observability/metrics.js';
 import { logRequests } from './observability/request-log.js';
+import { playgroundRouter, type PlaygroundOptions } from './playground/playground.js';
 import { prepareRoutes } from './rest/executor.js';
 import { inProcessExecutor } from './rest/in-process-executor.js';
 import { createLegacyRouter } from './rest/legacy-router.js';
@@ -37,6 +38,8 @@ export interface GatewayOptions {
   logger: Logger;
   /** When set, `/metrics` answers only `Authorization: Bearer <metricsToken>`. */
   metricsToken: string | undefined;
+  /** GraphiQL at `GET /graphql` for browsers; absent, no playground. */
+  playground: PlaygroundOptions | undefined;
 }
 
 export interface Gateway {
@@ -74,6 +77,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   // Probes and scrapes above are counted but not logged: they would drown the log.
   app.use(logRequests(options.logger));
   app.use(rateLimits.byAddress);
+
+  if (options.playground) app.use(playgroundRouter(options.playground));
   app.use(
     '/graphql',
     requireCaller(authenticator, GRAPHQL_UNAUTHORIZED),

@@ -68,6 +68,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     onError: (error) => logger.error({ err: error }, 'request failed'),
     logger,
     metricsToken: config.metricsToken,
+    // The playground offers the printed demo token, except in production.
+    playground: config.playground ? { demoToken: config.production ? undefined : demoToken } : undefined,
   });
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, gateway.app).listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));

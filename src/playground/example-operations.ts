@@ -1,0 +1,70 @@
+/** The playground's starting tabs: one per thing people first try with this API. */
+export interface ExampleOperation {
+  query: string;
+  /** JSON text for the variables editor. */
+  variables?: string;
+}
+
+export const exampleOperations: readonly ExampleOperation[] = [
+  {
+    query: `# Your conversations, newest first, with their messages.
+# Pass pageInfo.endCursor as $after to get the next page.
+query Conversations($first: Int = 5, $after: String) {
+  conversations(first: $first, after: $after) {
+    totalCount
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+    nodes {
+      id
+      name
+      model
+      enableWeb
+      messages {
+        role
+        content
+      }
+    }
+  }
+}
+`,
+    variables: '{\n  "first": 5\n}',
+  },
+  {
+    query: `# Your balance in points.
+query Quota {
+  quota
+}
+`,
+  },
+  {
+    query: `# Deletes one of your conversations; an unknown id answers ok: false with NOT_FOUND.
+mutation DeleteConversation($id: Int!) {
+  deleteConversation(id: $id) {
+    ok
+    error {
+      code
+      message
+    }
+  }
+}
+`,
+    variables: '{\n  "id": 3\n}',
+  },
+  {
+    query: `# Buys points (1 unit of money = 10 points); official deployment only.
+mutation Buy($quota: Int!) {
+  buy(quota: $quota) {
+    ok
+    quota
+    error {
+      code
+      message
+    }
+  }
+}
+`,
+    variables: '{\n  "quota": 100\n}',
+  },
+];
