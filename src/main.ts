@@ -35,9 +35,14 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping: finishing in-flight requests');
-    await service.stop();
-    logger.info('stopped');
-    process.exit(0);
+    try {
+      await service.stop();
+      logger.info('stopped');
+      process.exit(0);
+    } catch (error) {
+      logger.error({ err: error }, 'could not stop cleanly');
+      process.exit(1);
+    }
   };
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));

@@ -16,6 +16,8 @@ import { loadSeed, readSeedFile } from './seed/seed-file.js';
 const EMBEDDED_DATABASE_NAME = 'chat-gateway';
 /** How long in-flight requests may take to finish once stopping. */
 const SHUTDOWN_GRACE_MS = 10_000;
+/** While stopping, how often keep-alive connections whose last response went out are closed. */
+const IDLE_SWEEP_MS = 100;
 /** Requests whose headers (with the request line) exceed this are refused with 431: Node's default, made explicit. */
 const MAX_HEADER_BYTES = 16 * 1024;
 
@@ -96,7 +98,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
 async function closeGracefully(server: Server): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
+  const closeIdle = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
   const forceClose = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
   await closed;
+  clearInterval(closeIdle);
   clearTimeout(forceClose);
 }

@@ -30,6 +30,8 @@ export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions
     validationRules: limits.validationRules,
     allowBatchedHttpRequests: false,
     csrfPrevention: true,
+    // The service stops on signals itself, in order; Apollo's own handler would re-raise the signal and kill it.
+    stopOnTerminationSignals: false,
     formatError: options.production ? (formatted, error) => maskInternalError(formatError(formatted, error)) : formatError,
     // Nothing here is used, and each costs per request or per field; the playground is served separately.
     plugins: [
