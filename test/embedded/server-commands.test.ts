@@ -98,6 +98,15 @@ describe('server and session commands', () => {
     expect(await t.db.listCollections({ name: 'created' }).toArray()).toEqual([]);
   });
 
+  it('reports database statistics', async () => {
+    await t.collection('stats').insertMany([{ a: 1 }, { a: 2 }, { a: 3 }]);
+    const stats = await t.db.stats();
+    expect(stats.ok).toBe(1);
+    expect(stats.db).toBe(t.database.dbName);
+    expect(stats.objects).toBeGreaterThanOrEqual(3);
+    expect(stats.dataSize).toBeGreaterThan(0);
+  });
+
   it('creates a collection on first insert', async () => {
     await t.collection('implicit').insertOne({ a: 1 });
     const names = (await t.db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name);

@@ -14,6 +14,8 @@ class Arena {
   private static readonly CHUNK = 4 * 1024 * 1024;
   private chunk = Buffer.allocUnsafeSlow(0);
   private used = 0;
+  /** Bytes written into chunks, live or not: replaced and removed documents leave holes. */
+  chunkedBytes = 0;
 
   store(bytes: Uint8Array): Buffer {
     if (bytes.length > Arena.CHUNK / 8) {
@@ -28,6 +30,7 @@ class Arena {
     const stored = this.chunk.subarray(this.used, this.used + bytes.length);
     stored.set(bytes);
     this.used += bytes.length;
+    this.chunkedBytes += bytes.length;
     return stored;
   }
 }
@@ -43,7 +46,7 @@ export class Collection {
   readonly records: BTree<number, Buffer> = new BTree<number, Buffer>(undefined, undefined, 64);
   readonly indexes: Index[];
   private nextRid = 1;
-  private readonly arena = new Arena();
+  private arena = new Arena();
   /** Total BSON bytes of the stored documents. */
   dataSize = 0;
 
@@ -92,12 +95,23 @@ export class Collection {
     });
     this.dataSize += raw.length - (this.records.get(rid)?.length ?? 0);
     this.records.set(rid, this.arena.store(raw));
+    this.compactWhenWasteful();
   }
 
   remove(rid: number, doc: Document): void {
     for (const index of this.indexes) index.remove(index.keysOf(doc), rid);
     this.dataSize -= this.records.get(rid)?.length ?? 0;
     this.records.delete(rid);
+    this.compactWhenWasteful();
+  }
+
+  /** Copies live documents into fresh chunks once holes outweigh them (amortized O(1) per write). */
+  private compactWhenWasteful(): void {
+    const waste = this.arena.chunkedBytes - this.dataSize;
+    if (waste < 64 * 1024 * 1024 || waste < this.dataSize) return;
+    const fresh = new Arena();
+    this.records.editAll((_rid, raw) => ({ value: fresh.store(raw) }));
+    this.arena = fresh;
   }
 
   /**

@@ -17,7 +17,13 @@ export class Engine {
 
   recordCommand(event: CommandEvent): void {
     this.commandCounts.set(event.name, (this.commandCounts.get(event.name) ?? 0) + 1);
-    for (const listener of this.commandListeners) listener(event);
+    for (const listener of this.commandListeners) {
+      try {
+        listener(event);
+      } catch {
+        // An observer's failure is not the command's.
+      }
+    }
   }
 
   close(): void {

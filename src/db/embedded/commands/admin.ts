@@ -77,6 +77,24 @@ const listDatabases: CommandHandler = (engine, request) => {
   return { databases: listed, totalSize, totalSizeMb: Math.floor(totalSize / 1024 / 1024), ok: 1 };
 };
 
+const dbStats: CommandHandler = (engine, request) => {
+  const collections = engine.catalog.collections(request.db);
+  const objects = collections.reduce((sum, c) => sum + c.records.size, 0);
+  const dataSize = collections.reduce((sum, c) => sum + c.dataSize, 0);
+  return {
+    db: request.db,
+    collections: collections.length,
+    views: 0,
+    objects,
+    avgObjSize: objects === 0 ? 0 : dataSize / objects,
+    dataSize,
+    storageSize: dataSize,
+    indexes: collections.reduce((sum, c) => sum + c.indexes.length, 0),
+    scaleFactor: 1,
+    ok: 1,
+  };
+};
+
 const dropDatabase: CommandHandler = (engine, request) => {
   engine.catalog.dropDatabase(request.db);
   return { ok: 1 };
@@ -122,6 +140,7 @@ export const adminCommands: Record<string, CommandHandler> = {
   refreshSessions: ok,
   startSession,
   listDatabases,
+  dbStats,
   dropDatabase,
   serverStatus,
   connectionStatus,
