@@ -119,4 +119,18 @@ describe('response headers', () => {
       expect(csp).not.toContain('upgrade-insecure-requests');
     });
   }
+
+  it('leaves the playground page the policy it sets itself, and serves every asset it names', async () => {
+    const api = await send(gateway.url, { path: '/healthz' });
+    const answer = await send(gateway.url, { path: '/graphql', headers: { accept: 'text/html' } });
+    expect(answer.status).toBe(200);
+    expect(answer.headers['content-type']).toMatch(/^text\/html/);
+    const csp = answer.headers['content-security-policy'];
+    expect(typeof csp).toBe('string');
+    expect(csp).not.toBe(api.headers['content-security-policy']);
+    expect(answer.headers['x-powered-by']).toBeUndefined();
+    const assets = [...answer.text.matchAll(/(?:src|href)="(\/[^"]+)"/g)].map((match) => match[1]!);
+    expect(assets.length).toBeGreaterThan(0);
+    for (const asset of assets) expect((await send(gateway.url, { path: asset })).status, asset).toBe(200);
+  });
 });
