@@ -7,12 +7,13 @@ import { json, postGraphql, send, type RawAnswer } from './http.js';
 /**
  * Property-based fuzzing of every input an attacker controls: each REST endpoint's
  * method, query string, body and content type, and GraphQL variables and request
- * bodies. Whatever comes in: never a 5xx, always a JSON body, and the other user's
- * conversations and balance stay exactly as they were. About 1 300 requests.
+ * bodies, and paths. Whatever comes in: never a 5xx, always a JSON body, and the other
+ * user's conversations and balance stay exactly as they were. About 1 400 requests.
  */
 const RUNS_PER_ENDPOINT = 150;
 const RUNS_OF_VARIABLES = 300;
 const RUNS_OF_REQUEST_BODIES = 100;
+const RUNS_OF_PATHS = 100;
 
 const ALICE = 1;
 const BOB = 2;
@@ -156,9 +157,29 @@ describe('fuzzing GraphQL', () => {
   });
 });
 
+describe('fuzzing paths', () => {
+  const segment = fc.oneof(
+    fc.constantFrom('conversation', 'list', 'load', 'delete', 'quota', 'buy', 'package', 'graphql', 'GRAPHQL', 'openapi.json', 'playground', 'assets', '..', '.', '%2e%2e', '%2f', '%', '%zz', '%00', ''),
+    fc.string({ unit: fc.constantFrom(...'abcdeqrz0129.-_~%!$&\'()*+,;=:@'.split('')), maxLength: 10 }),
+  );
+  const path = fc.array(segment, { minLength: 1, maxLength: 4 }).map((segments) => `/${segments.join('/')}`);
+
+  it('answers any path and method without a 5xx, and in JSON wherever it says JSON', async () => {
+    await fc.assert(
+      fc.asyncProperty(method('GET'), path, queryString, async (verb, target, query) => {
+        const answer = await send(gateway.url, { method: verb, path: `${target}${query}`, headers: { authorization } });
+        requests += 1;
+        expect(answer.status, `${verb} ${target}${query}: ${answer.text}`).toBeLessThan(500);
+        if (/json/.test(String(answer.headers['content-type']))) expect(() => json(answer)).not.toThrow();
+      }),
+      { numRuns: RUNS_OF_PATHS },
+    );
+  });
+});
+
 describe('after the fuzzing', () => {
   it('left the other user’s conversations and balance exactly as they were', async () => {
-    expect(requests).toBe(legacyRoutes.length * RUNS_PER_ENDPOINT + RUNS_OF_VARIABLES + RUNS_OF_REQUEST_BODIES);
+    expect(requests).toBe(legacyRoutes.length * RUNS_PER_ENDPOINT + RUNS_OF_VARIABLES + RUNS_OF_REQUEST_BODIES + RUNS_OF_PATHS);
     expect(await snapshotOf(BOB)).toEqual(bobBefore);
     const bob = await send(gateway.url, { path: '/conversation/list', headers: { authorization: 'sk-bob-0123456789abcdef' } });
     expect(json(bob).data).toHaveLength(5);
