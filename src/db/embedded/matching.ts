@@ -1,4 +1,3 @@
-import type { Document } from 'bson';
 import { Query } from 'mingo';
 import type { Options } from 'mingo/types';
 import { CommandError, ErrorCode } from './errors.js';
@@ -12,9 +11,4 @@ export function compileFilter(filter: unknown): Query {
   if (filter === undefined || filter === null) return new Query({}, MINGO_OPTIONS);
   if (!isPlainObject(filter)) throw new CommandError(ErrorCode.TypeMismatch, "'filter' must be an object");
   return new Query(filter, MINGO_OPTIONS);
-}
-
-/** True when a filter has no condition at all. */
-export function isEmptyFilter(filter: Document | undefined): boolean {
-  return !filter || Object.keys(filter).length === 0;
 }

@@ -2,7 +2,7 @@ import type { Document } from 'bson';
 import type { Collection } from './collection.js';
 import { CommandError, ErrorCode } from './errors.js';
 import { compareBounded, INDEX_MAX, INDEX_MIN, TypeBound, type Index, type IndexKey } from './indexes.js';
-import { compareValues, formatValue, isPlainObject, typeRank } from './values.js';
+import { bsonTypeOf, compareValues, formatValue, isPlainObject, typeRank } from './values.js';
 
 export type SortSpec = [field: string, direction: 1 | -1][];
 
@@ -63,19 +63,20 @@ export function planQuery(collection: Collection, filter: Document, sort: SortSp
   });
 
   let candidates = collection.indexes.filter((index) => index.complete);
-  if (hint !== undefined && hint !== null && !(typeof hint === 'string' && hint === '')) {
+  const hinted = hint !== undefined && hint !== null && hint !== '';
+  if (hinted) {
     if (isPlainObject(hint) && '$natural' in hint) return collectionPlan(Number(hint.$natural) < 0);
-    const hinted = collection.indexes.find((index) =>
-      typeof hint === 'string' ? index.name === hint : isPlainObject(hint) && index.sameKey({ name: '', key: hint }),
+    const index = collection.indexes.find((candidate) =>
+      typeof hint === 'string' ? candidate.name === hint : isPlainObject(hint) && candidate.sameKey({ name: '', key: hint }),
     );
-    if (!hinted) throw new CommandError(ErrorCode.BadValue, 'error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index');
-    candidates = [hinted];
+    if (!index) throw new CommandError(ErrorCode.BadValue, 'error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index');
+    candidates = [index];
   }
 
   let best: { plan: QueryPlan; score: number[] } | undefined;
   for (const index of candidates) {
     const analysed = analyseIndex(index, predicates, opaque, filter, sort);
-    const usable = analysed.bounded > 0 || (sort.length > 0 && analysed.plan.sortProvided) || candidates.length === 1 && hint !== undefined;
+    const usable = hinted || analysed.bounded > 0 || (sort.length > 0 && analysed.plan.sortProvided);
     if (!usable) continue;
     if (!best || compareScores(analysed.score, best.score) > 0) best = analysed;
   }
@@ -219,24 +220,20 @@ export function extractPredicates(filter: Document): { predicates: Map<string, F
   return { predicates, opaque };
 }
 
-function bsonType(value: unknown): string | undefined {
-  return typeof value === 'object' && value !== null ? (value as { _bsontype?: string })._bsontype : undefined;
-}
-
 function boundable(value: unknown): boolean {
   return (
     value !== undefined &&
     !Array.isArray(value) &&
     !isPlainObject(value) &&
     !(value instanceof RegExp) &&
-    bsonType(value) !== 'BSONRegExp'
+    bsonTypeOf(value) !== 'BSONRegExp'
   );
 }
 
 function exactScalar(value: unknown): boolean {
   if (typeof value === 'number') return !Number.isNaN(value);
   if (typeof value === 'string' || typeof value === 'boolean' || value instanceof Date) return true;
-  return bsonType(value) === 'ObjectId';
+  return bsonTypeOf(value) === 'ObjectId';
 }
 
 function rangeable(value: unknown): boolean {
@@ -268,19 +265,16 @@ function fieldPredicate(condition: unknown): FieldPredicate | undefined {
         break;
       case '$gt':
       case '$gte':
-        if (rangeable(arg)) {
-          tightenLow(predicate, arg, op === '$gte');
-          rangeRanks.add(typeRank(arg));
-          if (!exactScalar(arg)) predicate.exact = false;
-        } else predicate.exact = false;
-        break;
       case '$lt':
       case '$lte':
-        if (rangeable(arg)) {
-          tightenHigh(predicate, arg, op === '$lte');
-          rangeRanks.add(typeRank(arg));
-          if (!exactScalar(arg)) predicate.exact = false;
-        } else predicate.exact = false;
+        if (!rangeable(arg)) {
+          predicate.exact = false;
+          break;
+        }
+        if (op.startsWith('$gt')) tightenLow(predicate, arg, op === '$gte');
+        else tightenHigh(predicate, arg, op === '$lte');
+        rangeRanks.add(typeRank(arg));
+        if (!exactScalar(arg)) predicate.exact = false;
         break;
       default:
         predicate.exact = false;
@@ -355,8 +349,7 @@ function describeBounds(index: Index, intervals: Interval[]): Document {
 }
 
 function describeBound(value: unknown, low: boolean): string {
-  if (value === INDEX_MIN) return low ? 'MinKey' : 'MaxKey';
-  if (value === INDEX_MAX) return low ? 'MinKey' : 'MaxKey';
+  if (value === INDEX_MIN || value === INDEX_MAX) return low ? 'MinKey' : 'MaxKey';
   if (value instanceof TypeBound) return value.high ? `inf(type ${value.rank})` : `-inf(type ${value.rank})`;
   return formatValue(value);
 }

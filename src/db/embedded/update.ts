@@ -5,7 +5,7 @@ import { MingoError } from 'mingo/util';
 import { CommandError, ErrorCode } from './errors.js';
 import { MINGO_OPTIONS } from './matching.js';
 import { asBuffer, MAX_BSON_OBJECT_SIZE } from './raw-bson.js';
-import { compareValues, formatDocument, isPlainObject, promoted, typed } from './values.js';
+import { bsonTypeOf, compareValues, formatDocument, isPlainObject, promoted, typed } from './values.js';
 
 const OPERATORS = new Set([
   '$set', '$unset', '$inc', '$mul', '$min', '$max', '$rename', '$push', '$pull', '$addToSet',
@@ -196,10 +196,6 @@ function plainPath(doc: Document, path: string): unknown {
     else return undefined;
   }
   return value;
-}
-
-function bsonTypeOf(value: unknown): string | undefined {
-  return typeof value === 'object' && value !== null ? (value as { _bsontype?: string })._bsontype : undefined;
 }
 
 function isBsonNumber(value: unknown): boolean {

@@ -6,7 +6,7 @@ import { BSON, type Binary, type Document, type Long, type ObjectId } from 'bson
  * clients comes from the typed view or the raw bytes, so int32, int64 and
  * double stay distinct.
  */
-export const PROMOTED: BSON.DeserializeOptions = {};
+const PROMOTED: BSON.DeserializeOptions = {};
 export const TYPED: BSON.DeserializeOptions = { promoteValues: false, bsonRegExp: true };
 
 export function promoted(raw: Uint8Array): Document {
@@ -17,8 +17,9 @@ export function typed(raw: Uint8Array): Document {
   return BSON.deserialize(raw, TYPED);
 }
 
-function bsonType(value: object): string | undefined {
-  return (value as { _bsontype?: string })._bsontype;
+/** The bson class of a value (`ObjectId`, `Long`, ...), undefined for plain JS values. */
+export function bsonTypeOf(value: unknown): string | undefined {
+  return typeof value === 'object' && value !== null ? (value as { _bsontype?: string })._bsontype : undefined;
 }
 
 /** A plain embedded document (not an array, not a BSON value class). */
@@ -50,7 +51,7 @@ export function typeRank(value: unknown): number {
   if (value instanceof Date) return 10;
   if (value instanceof RegExp) return 12;
   if (value instanceof Uint8Array) return 7;
-  switch (bsonType(value)) {
+  switch (bsonTypeOf(value)) {
     case 'MinKey':
       return 1;
     case 'Int32':
@@ -249,7 +250,7 @@ export function formatValue(value: unknown): string {
   if (value instanceof Date) return `new Date(${value.getTime()})`;
   if (Array.isArray(value)) return `[ ${value.map(formatValue).join(', ')} ]`;
   if (isPlainObject(value)) return formatDocument(value);
-  switch (bsonType(value)) {
+  switch (bsonTypeOf(value)) {
     case 'ObjectId':
       return `ObjectId('${(value as ObjectId).toHexString()}')`;
     case 'Decimal128':

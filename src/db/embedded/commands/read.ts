@@ -1,6 +1,6 @@
 import { BSON, Long, type Document } from 'bson';
 import { Aggregator } from 'mingo';
-import type { DocumentSource } from '../cursors.js';
+import { DEFAULT_FIRST_BATCH, type DocumentSource } from '../cursors.js';
 import type { Engine } from '../engine.js';
 import { CommandError, ErrorCode } from '../errors.js';
 import { FindExecution, type FindSpec } from '../executor.js';
@@ -26,7 +26,7 @@ function findSpec(request: CommandRequest, filterField: string): FindSpec {
 
 const find: CommandHandler = (engine, request) => {
   const spec = findSpec(request, 'filter');
-  const batchSize = optionalNumber(request, 'batchSize', 101);
+  const batchSize = optionalNumber(request, 'batchSize', DEFAULT_FIRST_BATCH);
   if (batchSize < 0) throw new CommandError(51024, `BSON field 'batchSize' value must be >= 0, actual value '${batchSize}'`);
   const projector = compileProjection(request.body.projection, spec.filter);
   const execution = new FindExecution(request.collection(engine), spec, false);

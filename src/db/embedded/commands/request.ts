@@ -2,7 +2,7 @@ import { BSON, type Document } from 'bson';
 import type { Collection } from '../collection.js';
 import type { Engine } from '../engine.js';
 import { CommandError, ErrorCode } from '../errors.js';
-import { TYPED } from '../values.js';
+import { bsonTypeOf, TYPED } from '../values.js';
 
 /** One decoded command, as a handler sees it. */
 export class CommandRequest {
@@ -90,7 +90,7 @@ export function optionalDocument(request: CommandRequest, field: string): Docume
 export function toCursorId(value: unknown): bigint {
   if (typeof value === 'bigint') return value;
   if (typeof value === 'number' && Number.isInteger(value)) return BigInt(value);
-  if (value !== null && typeof value === 'object' && (value as { _bsontype?: string })._bsontype === 'Long') {
+  if (bsonTypeOf(value) === 'Long') {
     return BigInt(String(value));
   }
   throw new CommandError(ErrorCode.TypeMismatch, 'cursor id must be a 64-bit integer');
