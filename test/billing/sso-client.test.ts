@@ -158,6 +158,18 @@ describe('an unavailable provider', () => {
     expect(stub.calls).toHaveLength(2);
   });
 
+  it('reports its whole call window: every attempt’s timeout plus the pauses between them', async () => {
+    expect(createSsoClient({ url: stub.url, secret: SECRET }).callWindowMs).toBe(3 * 3000 + 100 + 300);
+    expect(createSsoClient({ url: stub.url, secret: SECRET, timeoutMs: 200, attempts: 2 }).callWindowMs).toBe(2 * 200 + 100);
+    expect(createSsoClient({ url: stub.url, secret: SECRET, timeoutMs: 50, attempts: 5 }).callWindowMs).toBe(5 * 50 + 100 + 300 + 900 + 900);
+
+    stub.setFaults({ delayMs: 5000 });
+    const impatient = createSsoClient({ url: stub.url, secret: SECRET, timeoutMs: 150, attempts: 3 });
+    const started = performance.now();
+    await expect(impatient.pay({ user: 'alice', order: 'order-1', amount: 1 })).rejects.toThrow(SsoUnavailableError);
+    expect(performance.now() - started).toBeLessThan(impatient.callWindowMs + 200);
+  });
+
   it('retries a lost payment answer with the same order id and is charged exactly once', async () => {
     stub.setFaults({ loseNextPaymentAnswers: 1 });
 
