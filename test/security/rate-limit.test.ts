@@ -51,9 +51,9 @@ describe('per caller, after authentication', () => {
     const served = answers.filter((answer) => answer.status === 200);
     const limited = answers.filter((answer) => answer.status === 429);
     expect(served.length + limited.length).toBe(40);
-    // 5 a second and a burst of 10; a second window may open while the flood is under way.
+    // 5 a second and a burst of 10; on a busy machine more windows may open while the flood is under way.
     expect(served.length).toBeGreaterThanOrEqual(RATE);
-    expect(served.length).toBeLessThanOrEqual(RATE * 4);
+    expect(served.length).toBeLessThanOrEqual(RATE * 6);
     expect(limited.length).toBeGreaterThan(0);
     for (const answer of limited) {
       const retryAfter = expectRetryAfter(answer);
@@ -131,19 +131,31 @@ describe('per caller, after authentication', () => {
 
   it('counts a caller’s requests on /graphql and on the REST endpoints together', async () => {
     const user = 5;
-    const graphql = flood(20, graphqlRequest(user, address(30)));
-    const rest = flood(20, { path: '/quota', headers: { authorization: tokens.get(user)! }, localAddress: address(30) });
+    const graphql = flood(30, graphqlRequest(user, address(30)));
+    const rest = flood(30, { path: '/quota', headers: { authorization: tokens.get(user)! }, localAddress: address(30) });
     const served = [...(await graphql), ...(await rest)].filter((answer) => answer.status === 200);
-    expect(served.length).toBeLessThanOrEqual(RATE * 4);
+    // Together: 15 in one window (5 + a burst of 10); counted apart it would be 30.
+    expect(served.length).toBeGreaterThanOrEqual(RATE);
+    expect(served.length).toBeLessThanOrEqual(25);
   });
 });
 
 describe('per address, before authentication', () => {
   it('answers a flood from one address 429 before looking credentials up, in each endpoint’s shape', async () => {
     const key = 'sk-not-a-key-0123456789abcdef';
+    const shapes: [RawRequest, (answer: RawAnswer) => void][] = [
+      [{ path: '/conversation/list' }, (answer) => expect(answer.text).toBe('{"status":false,"message":"too many requests"}')],
+      [{ path: '/quota' }, (answer) => expect(answer.text).toBe('{"status":false,"error":"too many requests"}')],
+      [graphqlRequest(undefined, address(40)), (answer) => expect(json(answer).errors[0].extensions.code).toBe('RATE_LIMITED')],
+    ];
     let answers: RawAnswer[] = [];
     const commands = await gateway.commandsDuring(async () => {
-      answers = await flood(300, { path: '/conversation/list', headers: { authorization: key }, localAddress: address(40) });
+      answers = await Promise.all(
+        Array.from({ length: 300 }, (_, index) => {
+          const [request] = shapes[index % shapes.length]!;
+          return send(gateway.url, { ...request, headers: { ...request.headers, authorization: key }, localAddress: address(40) });
+        }),
+      );
     });
     const refused = answers.filter((answer) => answer.status === 401);
     const limited = answers.filter((answer) => answer.status === 429);
@@ -151,14 +163,11 @@ describe('per address, before authentication', () => {
     expect(limited.length).toBeGreaterThan(0);
     // Only the requests let through cost a lookup of the key.
     expect(commands.length).toBe(refused.length);
-    expectRetryAfter(limited[0]!);
-    expect(limited[0]!.text).toBe('{"status":false,"message":"too many requests"}');
-
-    const graphql = await send(gateway.url, graphqlRequest(undefined, address(40)));
-    expect(graphql.status).toBe(429);
-    expect(json(graphql).errors[0].extensions.code).toBe('RATE_LIMITED');
-    const quota = await send(gateway.url, { path: '/quota', localAddress: address(40) });
-    expect(json(quota)).toEqual({ status: false, error: 'too many requests' });
+    answers.forEach((answer, index) => {
+      if (answer.status !== 429) return;
+      expectRetryAfter(answer);
+      shapes[index % shapes.length]![1](answer);
+    });
   });
 
   it('keeps serving other addresses meanwhile', async () => {
