@@ -58,6 +58,7 @@ export class BillingService {
     if (account === null) return { ok: false, error: noAccount };
     if (account.pendingOrders.length > 0) await settlement.settleSoon(account.pendingOrders);
 
+    // Why each purchase ends credited exactly once, or declined with nothing charged: see PurchaseSettlement.
     // 1. Record the purchase and mark its order as awaiting credit, before the provider hears of it.
     const recordedAt = Date.now();
     const terms: PurchaseTerms = {
