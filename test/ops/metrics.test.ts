@@ -1,0 +1,123 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { sample, scrapeMetrics } from '../support/metrics.js';
+
+const METRICS_TOKEN = 'metrics-token-0123456789';
+
+let gateway: TestGateway;
+let authorization: string;
+
+beforeAll(async () => {
+  gateway = await startTestGateway();
+  await gateway.seed({
+    users: [{ id: 1, username: 'alice', quota: 12.5 }],
+    conversations: [{ userId: 1, id: 1, name: 'Trip plan', model: 'gpt-4o', enableWeb: false, messages: [] }],
+  });
+  authorization = `Bearer ${await gateway.token(1)}`;
+});
+afterAll(() => gateway?.stop());
+
+/** Runs `work` and answers how much the sample grew meanwhile. */
+async function growth(name: string, labels: Record<string, string>, work: () => Promise<unknown>): Promise<number> {
+  const before = sample(await scrapeMetrics(gateway.url), name, labels);
+  await work();
+  return sample(await scrapeMetrics(gateway.url), name, labels) - before;
+}
+
+const get = (path: string) => fetch(`${gateway.url}${path}`, { headers: { authorization } });
+
+describe('GET /metrics', () => {
+  it('serves Prometheus text without credentials when no METRICS_TOKEN is set', async () => {
+    const response = await fetch(`${gateway.url}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await response.text();
+    expect(text).toContain('# TYPE http_requests_total counter');
+    expect(text).toContain('# TYPE graphql_operation_duration_seconds histogram');
+  });
+
+  it('counts and times HTTP requests by route pattern and status, never by raw URL', async () => {
+    const labels = { method: 'GET', route: '/conversation/load', status: '200' };
+    const before = await scrapeMetrics(gateway.url);
+    await get('/conversation/load?id=1');
+    await get('/conversation/load?id=987654');
+    await get('/no/such/path-4242');
+    const after = await scrapeMetrics(gateway.url);
+
+    expect(sample(after, 'http_requests_total', labels) - sample(before, 'http_requests_total', labels)).toBe(2);
+    expect(sample(after, 'http_request_duration_seconds_count', labels) - sample(before, 'http_request_duration_seconds_count', labels)).toBe(2);
+    const unmatched = { method: 'GET', route: '(unmatched)', status: '404' };
+    expect(sample(after, 'http_requests_total', unmatched) - sample(before, 'http_requests_total', unmatched)).toBe(1);
+    expect(after).not.toContain('987654');
+    expect(after).not.toContain('path-4242');
+  });
+
+  it('labels /graphql requests with the endpoint, whatever the answer', async () => {
+    const labels = { method: 'POST', route: '/graphql', status: '401' };
+    expect(await growth('http_requests_total', labels, () => graphql(gateway, '{ quota }'))).toBe(1);
+  });
+
+  it('counts GraphQL operations by name and type, from /graphql and from the REST layer alike', async () => {
+    const named = { operation_name: 'MyBalance', operation_type: 'query', result: 'success' };
+    expect(await growth('graphql_operations_total', named, () => graphql(gateway, 'query MyBalance { quota }', { authorization }))).toBe(1);
+    const rest = { operation_name: 'Quota', operation_type: 'query', result: 'success' };
+    expect(await growth('graphql_operations_total', rest, () => get('/quota'))).toBe(1);
+    const duration = { operation_name: 'LoadConversation', operation_type: 'query' };
+    expect(await growth('graphql_operation_duration_seconds_count', duration, () => get('/conversation/load?id=1'))).toBe(1);
+  });
+
+  it('counts errors by code, and operations that never resolved apart from named ones', async () => {
+    const text = await scrapeMetrics(gateway.url);
+    const invalid = { operation_name: '(unresolved)', operation_type: 'unknown', result: 'error' };
+    const before = [sample(text, 'graphql_errors_total', { code: 'GRAPHQL_VALIDATION_FAILED' }), sample(text, 'graphql_operations_total', invalid)];
+    const { status } = await graphql(gateway, '{ noSuchField }', { authorization });
+    expect(status).toBe(400);
+    const after = await scrapeMetrics(gateway.url);
+    expect(sample(after, 'graphql_errors_total', { code: 'GRAPHQL_VALIDATION_FAILED' }) - before[0]!).toBe(1);
+    expect(sample(after, 'graphql_operations_total', invalid) - before[1]!).toBe(1);
+  });
+
+  it('reports the database as up, and counts and times its commands by name', async () => {
+    const text = await scrapeMetrics(gateway.url);
+    expect(sample(text, 'mongodb_up')).toBe(1);
+    expect(await growth('mongodb_commands_total', { command: 'find', result: 'success' }, () => get('/conversation/load?id=1'))).toBeGreaterThanOrEqual(1);
+    expect(sample(await scrapeMetrics(gateway.url), 'mongodb_command_duration_seconds_count', { command: 'find' })).toBeGreaterThan(0);
+  });
+
+  it('includes the process metrics', async () => {
+    const text = await scrapeMetrics(gateway.url);
+    for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
+      expect(text).toContain(`# TYPE ${name} `);
+    }
+  });
+});
+
+describe('GET /metrics with METRICS_TOKEN set', () => {
+  let protectedGateway: TestGateway;
+
+  beforeAll(async () => {
+    protectedGateway = await startTestGateway({ METRICS_TOKEN });
+  });
+  afterAll(() => protectedGateway?.stop());
+
+  it('refuses a scrape without the token, or with another one, with 401', async () => {
+    const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer not-the-token' }, { authorization: METRICS_TOKEN }];
+    for (const headers of attempts) {
+      const response = await fetch(`${protectedGateway.url}/metrics`, { headers });
+      expect(response.status).toBe(401);
+      expect(response.headers.get('www-authenticate')).toMatch(/^Bearer/);
+      expect(await response.text()).not.toContain('http_requests_total');
+    }
+  });
+
+  it('serves the metrics to `Authorization: Bearer <token>`', async () => {
+    expect(await scrapeMetrics(protectedGateway.url, METRICS_TOKEN)).toContain('# TYPE http_requests_total counter');
+  });
+
+  it('keeps its counts apart from another gateway in the same process', async () => {
+    const labels = { method: 'GET', route: '/healthz', status: '200' };
+    const before = sample(await scrapeMetrics(protectedGateway.url, METRICS_TOKEN), 'http_requests_total', labels);
+    expect(await growth('http_requests_total', labels, () => fetch(`${gateway.url}/healthz`))).toBe(1);
+    expect(sample(await scrapeMetrics(protectedGateway.url, METRICS_TOKEN), 'http_requests_total', labels)).toBe(before);
+  });
+});

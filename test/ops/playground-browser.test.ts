@@ -1,0 +1,78 @@
+import { existsSync } from 'node:fs';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const SCREENSHOT = '/tmp/chat-gateway-playground.png';
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium) {
+  console.warn(`${CHROMIUM} is missing: the playground browser test is skipped (apt-get install chromium to run it).`);
+}
+
+describe.skipIf(!hasChromium)('the playground in a real browser', () => {
+  let gateway: TestGateway;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    // No JWT_SECRET: the service makes a demo token, which the page pre-fills.
+    gateway = await startTestGateway({ JWT_SECRET: '' });
+    await gateway.seed({
+      users: [{ id: 1, username: 'demo', quota: 42.5 }],
+      conversations: [
+        { userId: 1, id: 1, name: 'Lisbon trip', model: 'gpt-4o', enableWeb: false, messages: [{ role: 'user', content: 'Three days in Lisbon?' }] },
+      ],
+    });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await gateway?.stop();
+  });
+
+  it('loads with no request leaving this server, and runs a query typed into the editor', async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 850 } });
+    const requested: string[] = [];
+    const pageErrors: string[] = [];
+    page.on('request', (request) => requested.push(request.url()));
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    await page.addInitScript({
+      content: `window.cspViolations = [];
+        document.addEventListener('securitypolicyviolation', (event) => window.cspViolations.push(event.violatedDirective + ' ' + event.blockedURI));`,
+    });
+
+    await page.goto(`${gateway.url}/graphql`);
+    const queryEditor = page.locator('.graphiql-query-editor .CodeMirror');
+    await queryEditor.waitFor();
+    // The schema arrived (introspection with the pre-filled token): the docs explorer can list the root types.
+    await page.getByRole('button', { name: 'Show Documentation Explorer' }).click();
+    await page.getByText('query: Query').waitFor();
+
+    await queryEditor.click();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Delete');
+    await page.keyboard.insertText('query Typed { quota conversations(first: 1) { nodes { name messages { content } } } }');
+    // The tab takes the operation's name once GraphiQL has read the edit.
+    await page.locator('.graphiql-tabs').getByText('Typed').waitFor();
+    await page.keyboard.press('Control+Enter');
+    const result = page.locator('.graphiql-response');
+    await expect.poll(() => result.innerText(), { timeout: 10_000 }).toContain('Lisbon trip');
+    expect(await result.innerText()).toContain('42.5');
+    expect(await result.innerText()).toContain('Three days in Lisbon?');
+    // The settings dialog adds a style element at run time; it must pass the policy too.
+    await page.getByRole('button', { name: 'Open settings dialog' }).click();
+    await page.getByText('Persist headers').waitFor();
+    await page.keyboard.press('Escape');
+    await page.screenshot({ path: SCREENSHOT });
+
+    const origin = new URL(gateway.url).origin;
+    expect(requested.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith('data:'))).toEqual([]);
+    expect(requested).toContain(`${origin}/playground/assets/graphiql.min.js`);
+    expect(requested.filter((url) => url === `${origin}/graphql`).length).toBeGreaterThanOrEqual(2);
+    expect(await page.evaluate('window.cspViolations')).toEqual([]);
+    expect(pageErrors).toEqual([]);
+  });
+});

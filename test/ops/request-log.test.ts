@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
+import { loadSeed } from '../../src/seed/seed-file.js';
+import { startGatewayWithCapturedLog } from '../support/captured-log.js';
+import { graphql, TEST_JWT_SECRET } from '../support/gateway.js';
+
+const API_KEY = 'sk-alice-log-test-0123456789';
+const SECRET_CONTENT = 'my-very-private-message-content';
+const SECRET_NAME = 'private-conversation-title';
+
+let gateway: Awaited<ReturnType<typeof startGatewayWithCapturedLog>>;
+let token: string;
+
+beforeAll(async () => {
+  gateway = await startGatewayWithCapturedLog();
+  await loadSeed(gateway.database.stores, {
+    users: [{ id: 7, username: 'alice', quota: 3, apiKeys: [API_KEY] }],
+    conversations: [
+      { userId: 7, id: 1, name: SECRET_NAME, model: 'gpt-4o', enableWeb: false, messages: [{ role: 'user', content: SECRET_CONTENT }] },
+    ],
+  });
+  token = await signAccessToken(secretKey(TEST_JWT_SECRET), 7);
+});
+afterAll(() => gateway?.stop());
+
+/** The request log line for the response's X-Request-Id. */
+function lineFor(response: { headers: Headers }): Record<string, unknown> | undefined {
+  const requestId = response.headers.get('x-request-id');
+  return gateway.log.lines().find((line) => line.msg === 'request' && line.requestId === requestId);
+}
+
+describe('the request log', () => {
+  it('writes one JSON line per REST request with its id, caller, route, status and duration', async () => {
+    const response = await fetch(`${gateway.url}/conversation/load?id=1`, {
+      headers: { authorization: `Bearer ${token}`, 'x-request-id': 'trace-rest-1' },
+    });
+    expect(response.status).toBe(200);
+    const lines = gateway.log.lines().filter((line) => line.requestId === 'trace-rest-1');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: 30, msg: 'request', method: 'GET', route: '/conversation/load', status: 200, userId: 7 });
+    expect(lines[0]!.durationMs).toEqual(expect.any(Number));
+  });
+
+  it('names the GraphQL operation of a /graphql request, and its caller', async () => {
+    const response = await graphql(gateway, 'query MyConversations { conversations { nodes { messages { content } } } }', {
+      authorization: `Bearer ${token}`,
+    });
+    expect(response.status).toBe(200);
+    expect(lineFor(response)).toMatchObject({ route: '/graphql', operation: 'MyConversations', status: 200, userId: 7 });
+  });
+
+  it('logs refused credentials without a caller', async () => {
+    const response = await fetch(`${gateway.url}/quota`, { headers: { authorization: 'Bearer forged.token.value' } });
+    expect(response.status).toBe(401);
+    const line = lineFor(response);
+    expect(line).toMatchObject({ route: '/quota', status: 401 });
+    expect(line).not.toHaveProperty('userId');
+  });
+
+  it('never contains credentials or conversation contents', async () => {
+    const authorizations = [`Bearer ${token}`, token, API_KEY, 'Bearer forged.token.value'];
+    for (const authorization of authorizations) {
+      await fetch(`${gateway.url}/conversation/load?id=1`, { headers: { authorization } });
+      await graphql(gateway, '{ conversation(id: 1) { name messages { role content } } }', { authorization });
+      await fetch(`${gateway.url}/conversation/delete`, { method: 'POST', headers: { authorization }, body: `{"id":"${SECRET_CONTENT}"}` });
+    }
+    await graphql(gateway, `{ conversation(id: "${SECRET_CONTENT}") { name } }`, { authorization: `Bearer ${token}` });
+
+    const text = gateway.log.text();
+    expect(gateway.log.lines().length).toBeGreaterThanOrEqual(authorizations.length * 3);
+    for (const secret of [token, API_KEY, 'forged.token.value', SECRET_CONTENT, SECRET_NAME, 'authorization']) {
+      expect(text.toLowerCase()).not.toContain(secret.toLowerCase());
+    }
+  });
+});
