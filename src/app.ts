@@ -3,6 +3,7 @@ import express, { type Express } from 'express';
 import { Authenticator } from './auth/authenticator.js';
 import { callerOf, requireCaller } from './auth/require-caller.js';
 import { createRequestContext } from './context.js';
+import type { TrustProxy } from './config.js';
 import type { Database } from './db/database.js';
 import { createApolloServer } from './graphql/apollo.js';
 import { buildSchema } from './graphql/schema.js';
@@ -36,6 +37,7 @@ export interface GatewayOptions {
   onError(error: unknown): void;
   /** Receives one line per request. */
   logger: Logger;
+  trustProxy: TrustProxy;
   /** When set, `/metrics` answers only `Authorization: Bearer <metricsToken>`. */
   metricsToken: string | undefined;
   /** GraphiQL at `GET /graphql` for browsers; absent, no playground. */
@@ -69,6 +71,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
   const app = express();
   app.disable('x-powered-by');
+  app.set('trust proxy', options.trustProxy);
   app.use(securityHeaders);
   app.use(assignRequestId, metrics.recordRequests);
 

@@ -22,10 +22,22 @@ export interface Config {
   /** Requests per second per caller; 0 turns limiting off. */
   rateLimit: number;
   metricsToken: string | undefined;
+  /** Which proxies may name the client's address in `X-Forwarded-For` (for per-address rate limits and logs). */
+  trustProxy: TrustProxy;
   playground: boolean;
 }
 
 export const DEFAULT_RATE_LIMIT = 20;
+
+/** Express's `trust proxy`: off, on, a number of hops, or the addresses / subnets / names it trusts. */
+export type TrustProxy = boolean | number | string[];
+
+function parseTrustProxy(value: string | undefined): TrustProxy {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  if (/^[0-9]+$/.test(value)) return Number(value);
+  return value.split(',').map((entry) => entry.trim());
+}
 
 const optionalText = z
   .string()
@@ -68,6 +80,10 @@ const environmentSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     RATE_LIMIT: wholeNumber(0, 1_000_000).default(DEFAULT_RATE_LIMIT),
     METRICS_TOKEN: optionalText,
+    TRUST_PROXY: optionalText.refine(
+      (value) => value === undefined || /^(true|false|[0-9]+|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/.test(value),
+      'must be true, false, a number of proxies, or a comma-separated list of addresses, subnets or loopback/uniquelocal',
+    ),
     PLAYGROUND: z.enum(['on', 'off']).optional(),
   })
 
@@ -112,6 +128,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     logLevel: env.LOG_LEVEL,
     rateLimit: env.RATE_LIMIT,
     metricsToken: env.METRICS_TOKEN,
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
     playground: env.PLAYGROUND === undefined ? !production : env.PLAYGROUND === 'on',
   };
 }

@@ -70,6 +70,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     onError: (error) => logger.error({ err: error }, 'request failed'),
     logger,
     metricsToken: config.metricsToken,
+    trustProxy: config.trustProxy,
     // The playground offers the printed demo token, except in production.
     playground: config.playground ? { demoToken: config.production ? undefined : demoToken } : undefined,
   });

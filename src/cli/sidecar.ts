@@ -21,7 +21,12 @@ if (!values.upstream || !URL.canParse(values.upstream) || !Number.isInteger(port
   process.exit(1);
 }
 const upstream = new URL(values.upstream);
-const app = createSidecarApp({ upstream, timeoutMs, onError: (error) => logger.error({ err: error }, 'request failed') });
+const app = createSidecarApp({
+  upstream,
+  timeoutMs,
+  trustProxy: config.trustProxy,
+  onError: (error) => logger.error({ err: error }, 'request failed'),
+});
 const server = app.listen(port, values.host ?? config.host, () => {
   process.stdout.write(`REST sidecar listening on port ${port}, forwarding to ${upstream.href}\n`);
 });

@@ -29,10 +29,18 @@ export interface OperationSession {
   confirmCaller(): Promise<boolean>;
 }
 
+/** What an executor needs to know of the HTTP request it serves. */
+export interface CallerRequest {
+  authorization: string | undefined;
+  requestId: string;
+  /** The client's address as this server sees it (after `trust proxy`). */
+  clientAddress: string | undefined;
+}
+
 /** Runs the table's operations: in this process, or against a remote gateway (sidecar mode). */
 export interface OperationExecutor {
   /** A session for the caller, or null when the credentials are refused outright. */
-  open(authorization: string | undefined): Promise<OperationSession | null>;
+  open(request: CallerRequest): Promise<OperationSession | null>;
 }
 
 /** Prints and validates every route's operation against the schema, failing the start on any mismatch. */

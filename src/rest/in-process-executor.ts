@@ -13,7 +13,7 @@ export function inProcessExecutor(
   stores: Stores,
 ): OperationExecutor {
   return {
-    async open(authorization) {
+    async open({ authorization, requestId }) {
       const caller = await authenticator.authenticate(authorization);
       if (caller === null) return null;
       return {
@@ -22,7 +22,7 @@ export function inProcessExecutor(
         async run(operation, variables) {
           const response = await apollo.executeOperation(
             { query: operation.text, operationName: operation.name, variables },
-            { contextValue: createRequestContext(stores, caller) },
+            { contextValue: createRequestContext(stores, caller, requestId) },
           );
           if (response.body.kind !== 'single') throw new Error('incremental delivery is not used by the REST layer');
           return response.body.singleResult as OperationResult;

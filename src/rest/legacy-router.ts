@@ -24,7 +24,11 @@ export function createLegacyRouter(routes: readonly PreparedRoute[], executor: O
     const method = route.method === 'GET' ? router.get.bind(router) : router.post.bind(router);
     method(route.path, async (request, response, next) => {
       try {
-        const session = await executor.open(request.get('authorization'));
+        const session = await executor.open({
+          authorization: request.get('authorization'),
+          requestId: requestIdOf(response),
+          clientAddress: request.ip,
+        });
         if (session === null) return unauthorized(response, route);
         response.locals.caller = session.caller;
         if (route.method === 'POST') await new Promise<void>((resolve, reject) => readBody(request, response, (error?: unknown) => (error ? reject(error) : resolve())));

@@ -1,4 +1,10 @@
-import { UNAUTHORIZED, type OperationExecutor, type OperationResult, type OperationSession } from './executor.js';
+import {
+  UNAUTHORIZED,
+  type CallerRequest,
+  type OperationExecutor,
+  type OperationResult,
+  type OperationSession,
+} from './executor.js';
 
 /** The upstream gateway could not be reached, was too slow, or answered something that is not GraphQL. */
 export class UpstreamUnavailableError extends Error {
@@ -7,10 +13,14 @@ export class UpstreamUnavailableError extends Error {
 
 const CONFIRM_CALLER = { text: 'query ConfirmCaller { __typename }', name: 'ConfirmCaller' };
 
-/** Sidecar mode: forwards each operation, with the caller's `Authorization`, to a remote GraphQL endpoint. */
+/**
+ * Sidecar mode: forwards each operation to a remote GraphQL endpoint with the caller's
+ * `Authorization`, the request id (one id across both logs) and the client's address
+ * (`X-Forwarded-For`, for the gateway's per-address limit when it trusts this proxy).
+ */
 export function remoteExecutor(upstream: URL, timeoutMs: number): OperationExecutor {
   async function post(
-    authorization: string,
+    caller: CallerRequest & { authorization: string },
     operation: { text: string; name: string },
     variables: Record<string, unknown>,
   ): Promise<OperationResult | typeof UNAUTHORIZED> {
@@ -18,7 +28,12 @@ export function remoteExecutor(upstream: URL, timeoutMs: number): OperationExecu
     try {
       response = await fetch(upstream, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', authorization },
+        headers: {
+          'content-type': 'application/json',
+          authorization: caller.authorization,
+          'x-request-id': caller.requestId,
+          ...(caller.clientAddress ? { 'x-forwarded-for': caller.clientAddress } : {}),
+        },
         body: JSON.stringify({ query: operation.text, operationName: operation.name, variables }),
         signal: AbortSignal.timeout(timeoutMs),
       });
@@ -38,12 +53,14 @@ export function remoteExecutor(upstream: URL, timeoutMs: number): OperationExecu
   }
 
   return {
-    async open(authorization) {
+    async open(request) {
+      const { authorization } = request;
       // Credentials are checked upstream; a request without any is refused here without a round trip.
       if (authorization === undefined || authorization.trim() === '') return null;
+      const caller = { ...request, authorization };
       const session: OperationSession = {
-        run: (operation, variables) => post(authorization, operation, variables),
-        confirmCaller: async () => (await post(authorization, CONFIRM_CALLER, {})) !== UNAUTHORIZED,
+        run: (operation, variables) => post(caller, operation, variables),
+        confirmCaller: async () => (await post(caller, CONFIRM_CALLER, {})) !== UNAUTHORIZED,
       };
       return session;
     },

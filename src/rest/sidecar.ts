@@ -1,6 +1,9 @@
 import express, { type Express } from 'express';
 import { buildSchema } from '../graphql/schema.js';
+import type { TrustProxy } from '../config.js';
 import { internalError, notFound } from '../http/fallback.js';
+import { assignRequestId } from '../http/request-id.js';
+import { securityHeaders } from '../security/http-headers.js';
 import { prepareRoutes } from './executor.js';
 import { createLegacyRouter } from './legacy-router.js';
 import { remoteExecutor } from './remote-executor.js';
@@ -12,12 +15,16 @@ export interface SidecarOptions {
   /** How long to wait for the upstream before answering 503. */
   timeoutMs: number;
   onError(error: unknown): void;
+  /** Express's `trust proxy`: which proxies in front may name the client's address. */
+  trustProxy: TrustProxy;
 }
 
 /** The legacy REST layer alone, in front of a remote GraphQL endpoint: same table, same bodies. */
 export function createSidecarApp(options: SidecarOptions): Express {
   const app = express();
   app.disable('x-powered-by');
+  app.set('trust proxy', options.trustProxy);
+  app.use(securityHeaders, assignRequestId);
   app.get('/healthz', (_request, response) => {
     response.json({ status: 'ok' });
   });

@@ -204,7 +204,7 @@ describe('the REST layer', () => {
     await apollo.start();
     try {
       const executor = inProcessExecutor(apollo, new Authenticator(secretKey(TEST_JWT_SECRET), gateway.database.stores.accounts), gateway.database.stores);
-      const session = (await executor.open(authorization))!;
+      const session = (await executor.open({ authorization, requestId: 'limits-test', clientAddress: undefined }))!;
       const aliased = `query Aliased { ${repeat(16, (i) => `a${i}: quota`)} }`;
       const result = await session.run({ document: parse(aliased), text: aliased, name: 'Aliased' }, {});
       expect(result).toMatchObject({ errors: [{ extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }] });

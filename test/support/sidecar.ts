@@ -9,7 +9,7 @@ export interface TestSidecar {
 
 /** The REST layer as a separate HTTP server in front of `upstream`, on 127.0.0.1. */
 export async function startTestSidecar(upstream: string, timeoutMs = 5_000): Promise<TestSidecar> {
-  const app = createSidecarApp({ upstream: new URL(upstream), timeoutMs, onError: () => {} });
+  const app = createSidecarApp({ upstream: new URL(upstream), timeoutMs, trustProxy: false, onError: () => {} });
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });
