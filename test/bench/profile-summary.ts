@@ -1,10 +1,13 @@
 import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
 
 /**
  * Summarises a V8 `.cpuprofile` (from `node --cpu-prof`, e.g. `npm run bench -- --profile`):
  * self time by package or source file, and the hottest functions.
  *
- *   npx tsx test/bench/profile-summary.ts FILE.cpuprofile [--top N]
+ *   npx tsx test/bench/profile-summary.ts FILE.cpuprofile [--top N] [--skip SECONDS]
+ *
+ * `--skip` leaves out the first seconds (start-up, seeding), so that only the load is summarised.
  */
 
 interface ProfileNode {
@@ -19,14 +22,30 @@ interface Profile {
   timeDeltas: number[];
 }
 
-const [file, ...rest] = process.argv.slice(2);
-if (!file) throw new Error('usage: profile-summary.ts FILE.cpuprofile [--top N]');
-const top = rest[0] === '--top' ? Number(rest[1]) : 25;
+const { values: options, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { top: { type: 'string', default: '25' }, skip: { type: 'string', default: '0' } },
+});
+const file = positionals[0];
+if (!file) throw new Error('usage: profile-summary.ts FILE.cpuprofile [--top N] [--skip SECONDS]');
+const top = Number(options.top);
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
 
 const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+const parentOf = new Map<number, number>();
+for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
+
+/** Self time per node, and time per node counting everything it called (each sample once per function on the stack). */
 const selfMicros = new Map<number, number>();
-profile.samples.forEach((id, index) => selfMicros.set(id, (selfMicros.get(id) ?? 0) + (profile.timeDeltas[index] ?? 0)));
+const samplesKept: [number, number][] = [];
+let elapsed = 0;
+profile.samples.forEach((id, index) => {
+  const delta = profile.timeDeltas[index] ?? 0;
+  elapsed += delta;
+  if (elapsed < Number(options.skip) * 1e6) return;
+  selfMicros.set(id, (selfMicros.get(id) ?? 0) + delta);
+  samplesKept.push([id, delta]);
+});
 const total = [...selfMicros.values()].reduce((sum, value) => sum + value, 0);
 
 /** `node_modules/@scope/name`, `node_modules/name`, a project file, `node:…` or a V8 category such as (garbage collector). */
@@ -57,9 +76,25 @@ const print = (title: string, rows: [string, number][]) => {
   for (const [name, micros] of rows) process.stdout.write(`  ${percent(micros)}  ${name}\n`);
 };
 
+const functionKey = ({ callFrame }: ProfileNode) =>
+  `${callFrame.functionName || '(anonymous)'}  ${placeOf(callFrame.url, callFrame.functionName)}:${callFrame.lineNumber + 1}`;
+
+/** Time with the function anywhere on the stack (within one synchronous run; awaits cut the stack). */
+function inclusive(): [string, number][] {
+  const sums = new Map<string, number>();
+  for (const [id, micros] of samplesKept) {
+    const seen = new Set<string>();
+    for (let node: number | undefined = id; node !== undefined; node = parentOf.get(node)) {
+      const key = functionKey(byId.get(node)!);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      sums.set(key, (sums.get(key) ?? 0) + micros);
+    }
+  }
+  return [...sums].filter(([key]) => !key.startsWith('(root)')).sort((a, b) => b[1] - a[1]).slice(0, top);
+}
+
 process.stdout.write(`${file}: ${(total / 1e6).toFixed(2)} s sampled\n`);
 print('self time by package or file', tally(({ callFrame }) => placeOf(callFrame.url, callFrame.functionName)));
-print(
-  'self time by function',
-  tally(({ callFrame }) => `${callFrame.functionName || '(anonymous)'}  ${placeOf(callFrame.url, callFrame.functionName)}:${callFrame.lineNumber + 1}`),
-);
+print('self time by function', tally(functionKey));
+print('total time by function (self and callees)', inclusive());
