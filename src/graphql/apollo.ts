@@ -8,6 +8,7 @@ import { ApolloServerPluginUsageReportingDisabled } from '@apollo/server/plugin/
 import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { RequestContext } from '../context.js';
 import { isDatabaseUnavailable } from '../db/database.js';
+import { compiledExecution } from './compiled-execution.js';
 import { maskInternalError, requestIdOnInternalErrors } from '../security/internal-errors.js';
 import { operationLimitOptions } from '../security/operation-limits.js';
 import { UnavailableError } from '../shared/unavailable-error.js';
@@ -21,7 +22,8 @@ export interface ApolloOptions {
 export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions): ApolloServer<RequestContext> {
   const limits = operationLimitOptions<RequestContext>();
   return new ApolloServer<RequestContext>({
-    schema,
+    // The schema, with queries run as compiled code (see compiled-execution.ts).
+    gateway: compiledExecution(schema),
     introspection: !options.production,
     includeStacktraceInErrorResponses: !options.production,
     // No "Did you mean …?" naming fields the caller did not know about.
