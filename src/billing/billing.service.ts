@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AccountStore } from '../accounts/account.store.js';
 import { pointsToUnits, unitsToPoints } from '../accounts/points.js';
 import { UnavailableError } from '../shared/unavailable-error.js';
-import { userErrors, type Outcome, type UserError } from '../shared/user-error.js';
+import { userErrors, type Outcome } from '../shared/user-error.js';
 import type { Gift } from './gift-grant.model.js';
 import type { OfficialBilling } from './official-billing.js';
 import type { PurchaseTerms } from './purchase.store.js';
@@ -22,9 +22,6 @@ export interface GiftPackage {
   cert: boolean;
   teenager: boolean;
 }
-
-const noAccount: UserError = { code: 'UNAVAILABLE', message: 'no account for this user' };
-const busy: UserError = { code: 'UNAVAILABLE', message: 'payments are busy, nothing was charged, try again later' };
 
 /**
  * One caller's balance, purchases and gift package, built per request. Buying and the gift
@@ -55,7 +52,7 @@ export class BillingService {
     const { settlement, purchases, sso } = official;
 
     const account = await this.accounts.billingAccount(this.userId);
-    if (account === null) return { ok: false, error: noAccount };
+    if (account === null) return { ok: false, error: userErrors.noAccount };
     if (account.pendingOrders.length > 0) await settlement.settleSoon(account.pendingOrders);
 
     // Why each purchase ends credited exactly once, or declined with nothing charged: see PurchaseSettlement.
@@ -73,12 +70,12 @@ export class BillingService {
     await purchases.open(terms, owner);
     if (!(await this.accounts.addPendingOrder(this.userId, terms.orderId))) {
       await settlement.decline(terms, 'never-charged');
-      return { ok: false, error: noAccount };
+      return { ok: false, error: userErrors.noAccount };
     }
     // The pay deadline assumes the call starts promptly; a late one is never sent (and is declined later).
     if (Date.now() - recordedAt > PAY_START_SLACK_MS) {
       await purchases.release(terms.orderId, owner);
-      return { ok: false, error: busy };
+      return { ok: false, error: userErrors.paymentsBusy };
     }
 
     // 2. Charge the order. The client resends the same order id on retries; the provider charges it once.
@@ -109,7 +106,7 @@ export class BillingService {
     const official = this.official;
     if (official === undefined) throw new UnavailableError(userErrors.notOnThisDeployment.message);
     const account = await this.accounts.billingAccount(this.userId);
-    if (account === null) throw new UnavailableError(noAccount.message);
+    if (account === null) throw new UnavailableError(userErrors.noAccount.message);
     let flags: GiftPackage;
     try {
       flags = await official.sso.certification(account.username);

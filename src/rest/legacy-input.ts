@@ -17,7 +17,7 @@ const DECIMAL = /^(0|[1-9][0-9]*)$/;
  * `id[]=1`, `id[$gt]=0`, `id=1&id=2`, `1.5`, `1e2`, `0x1`, ` 1` are all refused.
  */
 export function parseIdParameter(query: URLSearchParams): Parsed<number> {
-  const problem = 'invalid id';
+  const problem = userErrors.invalidId.message;
   for (const name of query.keys()) {
     if (name !== 'id' && name.startsWith('id[')) return invalid(problem);
   }
