@@ -1,3 +1,4 @@
+import { BSON, type Document, type Filter, type FindOptions } from 'mongodb';
 import type { ConversationModel, ConversationRecord } from './conversation.model.js';
 
 /** Everything but message bodies: what a page of conversations shows. */
@@ -12,18 +13,27 @@ export class ConversationStore {
   /** Newest first, without message bodies; `beforeId` continues after a previous page. */
   page(userId: number, limit: number, beforeId?: number): Promise<ConversationRecord[]> {
     const filter = beforeId === undefined ? { userId } : { userId, id: { $lt: beforeId } };
-    return this.conversations.find(filter, SUMMARY).sort({ id: -1 }).limit(limit).lean<ConversationRecord[]>();
+    return this.read(filter, { projection: SUMMARY, sort: { id: -1 }, limit });
   }
 
   /** Whole conversations, messages included, in no particular order. */
   findMany(userId: number, ids: readonly number[]): Promise<ConversationRecord[]> {
-    return this.conversations.find({ userId, id: { $in: ids } }, FULL).lean<ConversationRecord[]>();
+    return this.read({ userId, id: { $in: ids } }, { projection: FULL });
   }
 
   messagesOf(userId: number, ids: readonly number[]): Promise<Pick<ConversationRecord, 'id' | 'messages'>[]> {
-    return this.conversations
-      .find({ userId, id: { $in: ids } }, MESSAGES_ONLY)
-      .lean<Pick<ConversationRecord, 'id' | 'messages'>[]>();
+    return this.read({ userId, id: { $in: ids } }, { projection: MESSAGES_ONLY });
+  }
+
+  /**
+   * The hot reads go to the driver's collection (their filters hold only numbers, so there is
+   * nothing for Mongoose to cast) and fetch raw BSON, decoded once here. With command monitoring
+   * on (database metrics), the driver would otherwise decode each reply twice: once in full for
+   * the monitoring event, once for the cursor. Raw, the event keeps the batch undecoded.
+   */
+  private async read<T>(filter: Filter<Document>, options: FindOptions): Promise<T[]> {
+    const batch = (await this.conversations.collection.find(filter, { ...options, raw: true }).toArray()) as unknown as Uint8Array[];
+    return batch.map((bytes) => BSON.deserialize(bytes) as T);
   }
 
   count(userId: number): Promise<number> {
