@@ -7,6 +7,7 @@ import { failureBody, type LegacyBody, type RestRoute } from './route.js';
 import { UpstreamUnavailableError } from './remote-executor.js';
 
 const BODY_LIMIT = '100kb';
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 const readBody = express.text({ type: () => true, limit: BODY_LIMIT });
 
 /** Errors raised by the GraphQL side that the legacy API answers as ordinary failures. */
@@ -80,8 +81,13 @@ function unauthorized(response: Response, route: Pick<RestRoute, 'failureField'>
   send(response, 401, failureBody(route, 'unauthorized'));
 }
 
+/**
+ * Writes the JSON body as it is. Express's `send` would also hash every body for an ETag,
+ * which the legacy API never had and its clients never send back.
+ */
 function send(response: Response, status: number, body: LegacyBody): void {
-  response.status(status).type('application/json').send(JSON.stringify(body));
+  const text = JSON.stringify(body);
+  response.writeHead(status, { 'content-type': JSON_CONTENT_TYPE, 'content-length': Buffer.byteLength(text) }).end(text);
 }
 
 /** Failures outside an operation (oversized body, upstream down) still answer in the endpoint's shape. */
