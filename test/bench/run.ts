@@ -106,7 +106,7 @@ async function main(): Promise<void> {
 
     // 2. The 1% data set first: the scale target compares the list on it with the full one.
     const counts = conversationCounts(dataset);
-    const small = smallUserCount(dataset);
+    const small = smallUserCount(counts, dataset);
     const client = await MongoClient.connect(uri);
     const db = client.db();
     let started = Date.now();

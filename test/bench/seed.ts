@@ -32,7 +32,12 @@ export async function seedUsers(db: Db, counts: readonly number[], firstUser: nu
   return inserted;
 }
 
-/** The first 1% of users (at least one): the small data set the scale target compares with. */
-export function smallUserCount(size: DatasetSize): number {
-  return Math.max(1, Math.ceil(size.users / 100));
+/** How many users, from the first, hold 1% of all conversations: the small data set the scale target compares with. */
+export function smallUserCount(counts: readonly number[], size: DatasetSize): number {
+  let conversations = 0;
+  for (let users = 1; users <= counts.length; users++) {
+    conversations += counts[users - 1]!;
+    if (conversations >= size.conversations / 100) return users;
+  }
+  return counts.length;
 }

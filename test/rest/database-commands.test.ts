@@ -51,4 +51,19 @@ describe('database commands per request', () => {
     });
     expect(commands).toEqual(['find', 'find']);
   });
+
+  // Queries run interpreted the first time and compiled from the second: both are pinned.
+  it.each([
+    ['lists conversations', '{ conversations(first: 100) { nodes { id userId name model enableWeb } } }'],
+    ['loads a conversation with its 20 messages', '{ conversation(id: 7) { id name messages { role content } } }'],
+    ['reads the balance', '{ quota }'],
+  ])('%s over GraphQL with one command, on every run', async (_what, query) => {
+    for (let run = 0; run < 3; run++) {
+      const commands = await gateway.commandsDuring(async () => {
+        const { body } = await graphql(gateway, query, { authorization: `Bearer ${token}` });
+        expect(body.errors).toBeUndefined();
+      });
+      expect(commands).toEqual(['find']);
+    }
+  });
 });
