@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { availableParallelism, cpus } from 'node:os';
+import { availableParallelism, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { MongoClient } from 'mongodb';
@@ -20,8 +20,8 @@ const USAGE = `npm run bench -- [--quick] [--soak SECONDS] [--json FILE] [--roun
   --quick        1 000 users / 100 000 conversations, shorter rounds (a few minutes in all)
   --soak S       seconds of mixed full load for the memory check (default: 60, or 20 with --quick)
   --json FILE    also write the results as JSON
-  --rounds N     rounds per scenario (default: 5, or 3 with --quick)
-  --seconds S    seconds per scenario and round (default: 10, or 4 with --quick)
+  --rounds N     rounds per scenario (default: 5)
+  --seconds S    seconds per scenario and round (default: 10, or 3 with --quick)
   --only a,b     measure only these scenarios (${SCENARIO_NAMES.join(', ')})
   --profile      run the gateway with --cpu-prof; profiles land in .bench/profiles/
 
@@ -49,15 +49,21 @@ if (args.help) {
 }
 const quick = args.quick;
 const dataset = quick ? QUICK_DATASET : FULL_DATASET;
-const rounds = Number(args.rounds ?? (quick ? 3 : 5));
-const seconds = Number(args.seconds ?? (quick ? 4 : 10));
+const rounds = Number(args.rounds ?? 5);
+const seconds = Number(args.seconds ?? (quick ? 3 : 10));
 const soakSeconds = Number(args.soak ?? (quick ? 20 : 60));
 const only = args.only?.split(',');
+const unknown = only?.filter((name) => !(SCENARIO_NAMES as readonly string[]).includes(name)) ?? [];
+if (![rounds, seconds].every((value) => Number.isInteger(value) && value > 0) || !(soakSeconds >= 0) || unknown.length > 0) {
+  process.stderr.write(`${unknown.length > 0 ? `unknown scenario: ${unknown.join(', ')}\n` : ''}${USAGE}\n`);
+  process.exit(2);
+}
 
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 const megabytes = (bytes: number) => bytes / 1024 / 1024;
 
 async function main(): Promise<void> {
+  const loadAtStart = loadavg()[0]!;
   if (!existsSync(join(ROOT, 'dist/main.js'))) throw new Error('dist/ is missing: run `npm run build` (npm run bench does)');
   mkdirSync(BENCH_DIRECTORY, { recursive: true });
   const children: Child[] = [];
@@ -187,6 +193,7 @@ async function main(): Promise<void> {
         node: process.version,
         database: external ? 'MongoDB at MONGODB_URI' : 'embedded engine (separate process)',
         dataset: `${dataset.users} users / ${dataset.conversations} conversations (1%: ${small} / ${smallConversations})`,
+        loadAverage: { start: loadAtStart, end: loadavg()[0]! },
       },
       scenarios: summaries,
       ratios: ratiosOf(summaries),
