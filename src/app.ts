@@ -2,7 +2,7 @@ import { expressMiddleware } from '@as-integrations/express5';
 import express, { type Express } from 'express';
 import { Authenticator } from './auth/authenticator.js';
 import { callerOf, requireCaller } from './auth/require-caller.js';
-import { createRequestContext } from './context.js';
+import { createRequestContext, type AppServices } from './context.js';
 import type { TrustProxy } from './config.js';
 import type { Database } from './db/database.js';
 import { createApolloServer } from './graphql/apollo.js';
@@ -27,7 +27,9 @@ import { createRateLimits } from './security/rate-limit.js';
 import { packageVersion } from './version.js';
 
 export interface GatewayOptions {
+  /** For readiness and database metrics. */
   database: Database;
+  services: AppServices;
   /** Key that signs and verifies access tokens. */
   tokenKey: Uint8Array;
   production: boolean;
@@ -56,9 +58,9 @@ const GRAPHQL_UNAUTHORIZED = {
 };
 
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
-  const { database } = options;
+  const { database, services } = options;
   const rateLimits = createRateLimits(options.rateLimit, legacyRoutes);
-  const authenticator = new Authenticator(options.tokenKey, database.stores.accounts, rateLimits.admitCaller);
+  const authenticator = new Authenticator(options.tokenKey, services.stores.accounts, rateLimits.admitCaller);
   const schema = buildSchema();
   const metrics = createMetrics(database, options.metricsToken);
   const graphqlLog = graphqlLogging(options.logger);
@@ -87,7 +89,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     requireCaller(authenticator, GRAPHQL_UNAUTHORIZED),
     express.json({ limit: JSON_BODY_LIMIT }),
     expressMiddleware(apollo, {
-      context: async ({ res }) => graphqlLog.track(res, createRequestContext(database.stores, callerOf(res), requestIdOf(res))),
+      context: async ({ res }) => graphqlLog.track(res, createRequestContext(services, callerOf(res), requestIdOf(res))),
     }),
     graphqlDatabaseUnavailable,
     graphqlRequestErrors,
@@ -97,7 +99,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.get('/openapi.json', (_request, response) => {
     response.type('application/json').send(openApi);
   });
-  app.use(createLegacyRouter(restRoutes, inProcessExecutor(apollo, authenticator, database.stores)));
+  app.use(createLegacyRouter(restRoutes, inProcessExecutor(apollo, authenticator, services)));
 
   app.use(notFound);
   app.use(internalError(options.onError));

@@ -5,12 +5,17 @@ import type { OfficialBilling } from './billing/official-billing.js';
 import { ConversationService } from './conversations/conversation.service.js';
 import type { ConversationStore } from './conversations/conversation.store.js';
 
-/** Long-lived collaborators shared by every request. */
+/** The data access every deployment has. */
 export interface Stores {
   accounts: AccountStore;
   conversations: ConversationStore;
+}
+
+/** Long-lived collaborators shared by every request. */
+export interface AppServices {
+  stores: Stores;
   /** Buying and the gift package through the SSO provider; present on the official deployment only. */
-  officialBilling?: OfficialBilling;
+  officialBilling: OfficialBilling | undefined;
 }
 
 /** What every resolver sees: the caller and that caller's services, with fresh DataLoaders. */
@@ -22,11 +27,11 @@ export interface RequestContext {
   requestId: string | undefined;
 }
 
-export function createRequestContext(stores: Stores, caller: Caller, requestId?: string): RequestContext {
+export function createRequestContext({ stores, officialBilling }: AppServices, caller: Caller, requestId?: string): RequestContext {
   return {
     caller,
     requestId,
     conversations: new ConversationService(stores.conversations, caller.userId),
-    billing: new BillingService(stores.accounts, caller.userId, stores.officialBilling),
+    billing: new BillingService(stores.accounts, caller.userId, officialBilling),
   };
 }

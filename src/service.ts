@@ -53,10 +53,10 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   }
 
   // Official deployment: buying and gifts go through the SSO provider (community never calls it).
-  if (config.sso !== undefined) {
-    const sso = createSsoClient(config.sso);
-    database.stores.officialBilling = createOfficialBilling(database.models, database.stores.accounts, sso, logger);
-  }
+  const officialBilling =
+    config.sso === undefined
+      ? undefined
+      : createOfficialBilling(database.models, database.stores.accounts, createSsoClient(config.sso), logger);
 
   const tokenKey = secretKey(config.jwtSecret ?? randomBytes(32).toString('base64url'));
   const demoToken =
@@ -64,6 +64,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
 
   const gateway = await createGateway({
     database,
+    services: { stores: database.stores, officialBilling },
     tokenKey,
     production: config.production,
     rateLimit: config.rateLimit,
@@ -78,7 +79,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const { port } = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  const settlementSweep = database.stores.officialBilling?.settlement.startSweep(config.settlementIntervalMs);
+  const settlementSweep = officialBilling?.settlement.startSweep(config.settlementIntervalMs);
 
   return {
     url: `http://${host}:${port}`,

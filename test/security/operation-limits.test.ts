@@ -203,7 +203,7 @@ describe('the REST layer', () => {
     const apollo = createApolloServer(buildSchema(), { production: false });
     await apollo.start();
     try {
-      const executor = inProcessExecutor(apollo, new Authenticator(secretKey(TEST_JWT_SECRET), gateway.database.stores.accounts), gateway.database.stores);
+      const executor = inProcessExecutor(apollo, new Authenticator(secretKey(TEST_JWT_SECRET), gateway.database.stores.accounts), { stores: gateway.database.stores, officialBilling: undefined });
       const session = (await executor.open({ authorization, requestId: 'limits-test', clientAddress: undefined }))!;
       const aliased = `query Aliased { ${repeat(16, (i) => `a${i}: quota`)} }`;
       const result = await session.run({ document: parse(aliased), text: aliased, name: 'Aliased' }, {});
