@@ -35,8 +35,6 @@ export interface GatewayOptions {
   production: boolean;
   /** Requests per second per caller (ten times that per address before authentication); 0 turns limiting off. */
   rateLimit: number;
-  /** Called with every unexpected failure, for the log. */
-  onError(error: unknown): void;
   /** Receives one line per request. */
   logger: Logger;
   trustProxy: TrustProxy;
@@ -102,7 +100,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.use(createLegacyRouter(restRoutes, inProcessExecutor(apollo, authenticator, services)));
 
   app.use(notFound);
-  app.use(internalError(options.onError));
+  app.use(internalError(options.logger));
 
   return {
     app,

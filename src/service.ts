@@ -68,7 +68,6 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     tokenKey,
     production: config.production,
     rateLimit: config.rateLimit,
-    onError: (error) => logger.error({ err: error }, 'request failed'),
     logger,
     metricsToken: config.metricsToken,
     trustProxy: config.trustProxy,

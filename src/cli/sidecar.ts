@@ -25,7 +25,7 @@ const app = createSidecarApp({
   upstream,
   timeoutMs,
   trustProxy: config.trustProxy,
-  onError: (error) => logger.error({ err: error }, 'request failed'),
+  logger,
 });
 const server = app.listen(port, values.host ?? config.host, () => {
   process.stdout.write(`REST sidecar listening on port ${port}, forwarding to ${upstream.href}\n`);

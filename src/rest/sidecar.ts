@@ -1,6 +1,7 @@
 import express, { type Express } from 'express';
 import { buildSchema } from '../graphql/schema.js';
 import type { TrustProxy } from '../config.js';
+import type { Logger } from '../logger.js';
 import { internalError, notFound } from '../http/fallback.js';
 import { assignRequestId } from '../http/request-id.js';
 import { securityHeaders } from '../security/http-headers.js';
@@ -14,7 +15,7 @@ export interface SidecarOptions {
   upstream: URL;
   /** How long to wait for the upstream before answering 503. */
   timeoutMs: number;
-  onError(error: unknown): void;
+  logger: Logger;
   /** Express's `trust proxy`: which proxies in front may name the client's address. */
   trustProxy: TrustProxy;
 }
@@ -31,6 +32,6 @@ export function createSidecarApp(options: SidecarOptions): Express {
   const routes = prepareRoutes(legacyRoutes, buildSchema());
   app.use(createLegacyRouter(routes, remoteExecutor(options.upstream, options.timeoutMs)));
   app.use(notFound);
-  app.use(internalError(options.onError));
+  app.use(internalError(options.logger));
   return app;
 }

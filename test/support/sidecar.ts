@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createLogger } from '../../src/logger.js';
 import { createSidecarApp } from '../../src/rest/sidecar.js';
 
 export interface TestSidecar {
@@ -9,7 +10,7 @@ export interface TestSidecar {
 
 /** The REST layer as a separate HTTP server in front of `upstream`, on 127.0.0.1. */
 export async function startTestSidecar(upstream: string, timeoutMs = 5_000): Promise<TestSidecar> {
-  const app = createSidecarApp({ upstream: new URL(upstream), timeoutMs, trustProxy: false, onError: () => {} });
+  const app = createSidecarApp({ upstream: new URL(upstream), timeoutMs, trustProxy: false, logger: createLogger({ logLevel: 'silent' }) });
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });
