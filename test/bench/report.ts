@@ -83,7 +83,8 @@ export function formatReport(report: Report): string {
   };
   const raw = report.scenarios.raw_http?.rps ?? Number.NaN;
   const rows = Object.entries(report.scenarios).map(([name, s]) => {
-    const baseline = baselineOf[name] ? s.rps / report.scenarios[baselineOf[name]]!.rps : Number.NaN;
+    const baselineName = baselineOf[name];
+    const baseline = s.rps / ((baselineName && report.scenarios[baselineName]?.rps) || Number.NaN);
     const spread = ((s.rps_max - s.rps_min) / s.rps) * 100;
     return [
       name,
@@ -113,7 +114,7 @@ export function formatReport(report: Report): string {
     line(widths.map((width) => '-'.repeat(width))),
     ...rows.map(line),
     '',
-    `gateway RSS: ${fixed(memory.rss_before_soak_mb, 0)} MB before and ${fixed(memory.rss_after_soak_mb, 0)} MB after a ${memory.soak_seconds} s soak (growth ${fixed(memory.rss_growth_mb, 1)} MB), ${fixed(memory.rss_max_mb, 0)} MB at most`,
+    `gateway RSS: ${fixed(memory.rss_before_soak_mb, 0)} MB at the start and ${fixed(memory.rss_after_soak_mb, 0)} MB at the end of a ${memory.soak_seconds} s soak at full load (growth ${fixed(memory.rss_growth_mb, 1)} MB), ${fixed(memory.rss_max_mb, 0)} MB at most during the whole run`,
     '',
     'targets:',
     ...report.targets.map((target) => `  ${target.met ? 'met    ' : 'MISSED '} ${target.name}: ${fixed(target.value, 2)} (${target.goal})`),

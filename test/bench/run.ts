@@ -149,7 +149,8 @@ async function main(): Promise<void> {
     const restList = all.find((scenario) => scenario.name === 'rest_list');
     const summaries: Record<string, ScenarioSummary> = {};
     if (restList) {
-      await warmUp([restList], bases);
+      // Every gateway path warmed up first, so that this side of the ratio does not run colder code.
+      await warmUp(all.filter((scenario) => scenario.target === 'gateway'), bases);
       log(`rest_list on the 1% data set: ${rounds} × ${seconds} s`);
       const samples: Sample[] = [];
       for (let round = 0; round < rounds; round++) samples.push(await measure(restList, seconds));
@@ -175,15 +176,9 @@ async function main(): Promise<void> {
     }
     for (const scenario of all) summaries[scenario.name] = summarize(samples.get(scenario.name)!);
 
-    // 4. Memory: RSS before and after a stretch of mixed full load on the gateway.
-    const mixed = all.filter((scenario) => scenario.target === 'gateway');
-    const rssBefore = gateway.rss();
-    log(`soak: ${soakSeconds} s of mixed load; gateway RSS now ${megabytes(rssBefore).toFixed(0)} MB`);
-    for (let elapsed = 0, index = 0; elapsed < soakSeconds && mixed.length > 0; elapsed += 5, index++) {
-      const scenario = mixed[index % mixed.length]!;
-      await drive(bases.gateway, scenario, Math.min(5, soakSeconds - elapsed));
-    }
-    const rssAfter = gateway.rss();
+    // 4. Memory: RSS at the start and at the end of a stretch of mixed full load on the gateway.
+    log(`soak: ${SOAK_WARM_UP_SECONDS} s of warm-up, then ${soakSeconds} s of mixed load on the gateway`);
+    const soaked = await soak(gateway, bases.gateway, all.filter((scenario) => scenario.target === 'gateway'));
     clearInterval(sampler);
 
     const partial: Omit<Report, 'targets'> = {
@@ -199,9 +194,9 @@ async function main(): Promise<void> {
       ratios: ratiosOf(summaries),
       commandsPerRequest: commands,
       memory: {
-        rss_before_soak_mb: megabytes(rssBefore),
-        rss_after_soak_mb: megabytes(rssAfter),
-        rss_growth_mb: megabytes(rssAfter - rssBefore),
+        rss_before_soak_mb: megabytes(soaked.before),
+        rss_after_soak_mb: megabytes(soaked.after),
+        rss_growth_mb: megabytes(soaked.after - soaked.before),
         rss_max_mb: megabytes(rssMax),
         soak_seconds: soakSeconds,
       },
@@ -219,9 +214,35 @@ async function main(): Promise<void> {
   }
 }
 
+/** Load before the soak is measured: a gateway that sat idle has had its heap shrunk, and regrows it under load. */
+const SOAK_WARM_UP_SECONDS = 15;
+/** RSS is sampled this often during the soak. */
+const RSS_SAMPLE_MS = 250;
+
+/**
+ * Mixed full load on the gateway (its scenarios in turn, 5 s each), after a warm-up.
+ * RSS saw-tooths with the garbage collector, so "before" and "after" are the
+ * medians of the samples in the first and the last fifth of the soak (at most 10 s each):
+ * a leak lifts the whole saw-tooth, a single sample only shows where a cycle was.
+ */
+async function soak(gateway: Child, base: string, mixed: readonly Scenario[]): Promise<{ before: number; after: number }> {
+  const run = async (duration: number) => {
+    for (let elapsed = 0, index = 0; elapsed < duration && mixed.length > 0; elapsed += 5, index++) {
+      await drive(base, mixed[index % mixed.length]!, Math.min(5, duration - elapsed));
+    }
+  };
+  await run(SOAK_WARM_UP_SECONDS);
+  const samples: number[] = [];
+  const sampler = setInterval(() => samples.push(gateway.rss()), RSS_SAMPLE_MS);
+  await run(soakSeconds);
+  clearInterval(sampler);
+  const window = Math.max(1, Math.floor(Math.min(samples.length / 5, 10_000 / RSS_SAMPLE_MS)));
+  return { before: median(samples.slice(0, window)), after: median(samples.slice(-window)) };
+}
+
 /** A short run of each scenario so that every code path is compiled before it is measured. */
 async function warmUp(all: readonly Scenario[], bases: Record<Target, string>): Promise<void> {
-  for (const scenario of all) await drive(bases[scenario.target], scenario, quick ? 1 : 3);
+  for (const scenario of all) await drive(bases[scenario.target], scenario, quick ? 2 : 3);
 }
 
 function summarize(samples: readonly Sample[]): ScenarioSummary {
