@@ -1,5 +1,6 @@
 import type { ConversationRecord, MessageRecord } from '../../src/conversations/conversation.model.js';
 import type { UserRecord } from '../../src/accounts/user.model.js';
+import { seededRandom } from '../support/random.js';
 
 /**
  * A deterministic, realistic data set: users with a skewed number of
@@ -27,17 +28,6 @@ const KNOWN_CONVERSATION_MESSAGES = 20;
 export type UserDocument = UserRecord & { createdAt: Date; updatedAt: Date };
 export type ConversationDocument = Required<ConversationRecord> & { createdAt: Date; updatedAt: Date };
 
-/** A small, fast, seedable generator (mulberry32), so every run stores the same data. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 const pick = <T>(next: () => number, items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
 const between = (next: () => number, low: number, high: number): number => low + Math.floor(next() * (high - low + 1));
@@ -47,7 +37,7 @@ const between = (next: () => number, low: number, high: number): number => low +
  * number, the others a log-normal share of the rest, as real usage is skewed.
  */
 export function conversationCounts(size: DatasetSize): number[] {
-  const next = random(7);
+  const next = seededRandom(7);
   const weights = Array.from({ length: size.users - 1 }, () => {
     const gaussian = Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next());
     return Math.exp(gaussian);
@@ -115,7 +105,7 @@ const EPOCH = Date.UTC(2024, 0, 1);
 const HOUR = 3_600_000;
 
 export function userDocument(userId: number, conversations: number): UserDocument {
-  const next = random(userId * 7919);
+  const next = seededRandom(userId * 7919);
   const createdAt = new Date(EPOCH + userId * HOUR);
   return {
     id: userId,
@@ -128,7 +118,7 @@ export function userDocument(userId: number, conversations: number): UserDocumen
 }
 
 export function conversationDocument(userId: number, id: number): ConversationDocument {
-  const next = random(userId * 1_000_003 + id);
+  const next = seededRandom(userId * 1_000_003 + id);
   const known = userId === BENCH_USER_ID && id === KNOWN_CONVERSATION_ID;
   const createdAt = new Date(EPOCH + userId * HOUR + id * 60_000);
   return {

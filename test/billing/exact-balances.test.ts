@@ -13,6 +13,7 @@ import {
   SUCCESS,
   withConcurrency,
 } from './official.js';
+import { seededRandom } from '../support/random.js';
 
 const BUYS = 1_500;
 const CONCURRENCY = 25;
@@ -30,21 +31,10 @@ afterAll(async () => {
   await stub?.close();
 });
 
-/** A small deterministic generator (mulberry32), so that a failure can be replayed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 describe('balances after thousands of operations', () => {
   it(`stay exact to 4 decimals, and agree with the wallets, after ${BUYS} buys of assorted sizes by several users`, async () => {
-    const next = random(20_240_611);
+    const next = seededRandom(20_240_611);
     const people = [
       { id: 1, username: 'ann', quota: 12.3456 },
       { id: 2, username: 'ben', quota: 0.0001 },
