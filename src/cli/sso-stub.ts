@@ -8,7 +8,8 @@ A local stand-in for the external SSO provider, for trying DEPLOYMENT=official o
   --port N       port to listen on (0 picks a free one)
   --file FILE    users and wallets, e.g. examples/sso-stub.json (without it every user has wallet 0)
   --host H       bind address, default 127.0.0.1
-  --secret S     the shared secret; defaults to the SSO_SECRET environment variable
+  --secret S     the shared secret; defaults to the SSO_SECRET environment variable;
+                 with neither, any bearer secret is accepted
 Then start the gateway with DEPLOYMENT=official SSO_URL=<the printed URL> SSO_SECRET=<the same secret>.`;
 
 class UsageError extends Error {}
@@ -32,12 +33,12 @@ async function main(): Promise<void> {
   const port = Number(values.port);
   if (!/^\d+$/.test(values.port) || port > 65535) throw new UsageError(`--port must be an integer from 0 to 65535, not ${values.port}`);
   // This program is separate from the gateway, so it reads its one variable itself.
-  const secret = values.secret ?? process.env.SSO_SECRET;
-  if (!secret) throw new UsageError('a secret is required: pass --secret S or set SSO_SECRET');
+  const secret = values.secret ?? (process.env.SSO_SECRET || undefined);
 
   const users = values.file === undefined ? {} : await readStubFile(values.file);
   const stub = await startSsoStub({ secret, users, host: values.host, port });
   console.log(`SSO stub listening on ${stub.url} (${Object.keys(users).length} users)`);
+  if (secret === undefined) console.log('No --secret or SSO_SECRET: any bearer secret is accepted.');
 
   const stop = (): void => {
     stub.close().then(

@@ -181,13 +181,32 @@ describe('the sso-stub command', () => {
     }
   });
 
-  it('refuses to start without a secret', async () => {
+  it('runs as `npm run sso-stub -- --port N --file FILE` with no secret, accepting any bearer secret but not none', async () => {
+    const port = await freePort();
     const environment = { ...process.env };
     delete environment.SSO_SECRET;
-    const child = spawn(process.execPath, ['dist/cli/sso-stub.js', '--port', '0'], { stdio: 'ignore', env: environment });
-
-    const [code] = (await once(child, 'exit')) as [number | null];
-
-    expect(code).toBe(2);
+    const child = spawn(process.execPath, ['dist/cli/sso-stub.js', '--port', String(port), '--file', 'examples/sso-stub.json'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: environment,
+    });
+    const exited = once(child, 'exit');
+    try {
+      const lines = createInterface({ input: child.stdout });
+      const [line] = (await once(lines, 'line')) as [string];
+      expect(line).toContain(`http://127.0.0.1:${port}`);
+      const cert = (authorization?: string) =>
+        fetch(`http://127.0.0.1:${port}/app/cert`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+          body: '{"user":"alice"}',
+        });
+      expect((await cert('Bearer whatever-the-gateway-has')).status).toBe(200);
+      expect((await cert()).status).toBe(401);
+      child.kill('SIGTERM');
+      const [code] = (await exited) as [number | null];
+      expect(code).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });
