@@ -21,6 +21,7 @@ import { inProcessExecutor } from './rest/in-process-executor.js';
 import { createLegacyRouter } from './rest/legacy-router.js';
 import { openApiDocument } from './rest/openapi.js';
 import { legacyRoutes } from './rest/routes.js';
+import { credentialedGetIsPreflighted } from './security/credentialed-get.js';
 import { graphqlRequestErrors } from './security/graphql-request-errors.js';
 import { securityHeaders } from './security/http-headers.js';
 import { createRateLimits } from './security/rate-limit.js';
@@ -85,6 +86,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.use(
     '/graphql',
     requireCaller(authenticator, GRAPHQL_UNAUTHORIZED),
+    credentialedGetIsPreflighted,
     express.json({ limit: JSON_BODY_LIMIT }),
     expressMiddleware(apollo, {
       context: async ({ res }) => graphqlLog.track(res, createRequestContext(services, callerOf(res), requestIdOf(res))),
