@@ -1,4 +1,4 @@
-import express, { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
+import express, { Router, type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
 import { isDatabaseUnavailable } from '../db/database.js';
 import { requestIdOf } from '../http/request-id.js';
 import { RateLimitedError, rateLimitedErrorIn, sendRateLimited } from '../security/rate-limit.js';
@@ -22,28 +22,34 @@ const UNAVAILABLE_CODES = new Set(['DATABASE_UNAVAILABLE', 'SERVICE_UNAVAILABLE'
 export function createLegacyRouter(routes: readonly PreparedRoute[], executor: OperationExecutor): Router {
   const router = Router();
   for (const route of routes) {
-    const method = route.method === 'GET' ? router.get.bind(router) : router.post.bind(router);
-    method(route.path, async (request, response, next) => {
-      try {
-        const session = await executor.open({
-          authorization: request.get('authorization'),
-          requestId: requestIdOf(response),
-          clientAddress: request.ip,
-        });
-        if (session === null) return unauthorized(response, route);
-        response.locals.caller = session.caller;
-        if (route.method === 'POST') await new Promise<void>((resolve, reject) => readBody(request, response, (error?: unknown) => (error ? reject(error) : resolve())));
-        await answer(route, session, request, response);
-      } catch (error) {
-        next(error);
-      }
-    });
+    // Credentials first: a refused caller gets 401 before its body is even read.
+    const steps: RequestHandler[] = [openSession(route, executor), ...(route.method === 'POST' ? [readBody] : []), handle(route)];
+    if (route.method === 'GET') router.get(route.path, ...steps);
+    else router.post(route.path, ...steps);
     router.all(route.path, (_request, response) => {
       response.status(405).set('Allow', route.method).json(failureBody(route, `method not allowed; use ${route.method}`));
     });
   }
   router.use(legacyErrorHandler(routes));
   return router;
+}
+
+function openSession(route: PreparedRoute, executor: OperationExecutor): RequestHandler {
+  return async (request, response, next) => {
+    const session = await executor.open({
+      authorization: request.get('authorization'),
+      requestId: requestIdOf(response),
+      clientAddress: request.ip,
+    });
+    if (session === null) return unauthorized(response, route);
+    response.locals.caller = session.caller;
+    response.locals.session = session;
+    next();
+  };
+}
+
+function handle(route: PreparedRoute): RequestHandler {
+  return (request, response) => answer(route, response.locals.session as OperationSession, request, response);
 }
 
 async function answer(route: PreparedRoute, session: OperationSession, request: Request, response: Response): Promise<void> {
