@@ -8,7 +8,6 @@ import type { Database } from './db/database.js';
 import { createApolloServer } from './graphql/apollo.js';
 import { buildSchema } from './graphql/schema.js';
 import { internalError, notFound } from './http/fallback.js';
-import { graphqlDatabaseUnavailable } from './http/graphql-unavailable.js';
 import { healthRoutes } from './http/health.js';
 import { assignRequestId, requestIdOf } from './http/request-id.js';
 import type { Logger } from './logger.js';
@@ -91,7 +90,6 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     expressMiddleware(apollo, {
       context: async ({ res }) => graphqlLog.track(res, createRequestContext(services, callerOf(res), requestIdOf(res))),
     }),
-    graphqlDatabaseUnavailable,
     graphqlRequestErrors,
   );
 

@@ -9,6 +9,7 @@ import type { GraphQLFormattedError, GraphQLSchema } from 'graphql';
 import type { RequestContext } from '../context.js';
 import { isDatabaseUnavailable } from '../db/database.js';
 import { compiledExecution } from './compiled-execution.js';
+import { DATABASE_UNAVAILABLE } from './errors.js';
 import { maskInternalError, requestIdOnInternalErrors } from '../security/internal-errors.js';
 import { operationLimitOptions } from '../security/operation-limits.js';
 import { UnavailableError } from '../shared/unavailable-error.js';
@@ -58,8 +59,8 @@ function formatError(formatted: GraphQLFormattedError, error: unknown): GraphQLF
   if (isDatabaseUnavailable(original)) {
     return {
       ...formatted,
-      message: 'database unavailable, try again later',
-      extensions: { ...formatted.extensions, code: 'DATABASE_UNAVAILABLE' },
+      message: DATABASE_UNAVAILABLE.message,
+      extensions: { ...formatted.extensions, code: DATABASE_UNAVAILABLE.code },
     };
   }
   return formatted;
@@ -71,7 +72,7 @@ const databaseOutageStatus: ApolloServerPlugin<RequestContext> = {
     return {
       async willSendResponse({ response }) {
         const { errors } = response.body.kind === 'single' ? response.body.singleResult : response.body.initialResult;
-        if (errors?.some((error) => error.extensions?.code === 'DATABASE_UNAVAILABLE')) response.http.status = 503;
+        if (errors?.some((error) => error.extensions?.code === DATABASE_UNAVAILABLE.code)) response.http.status = 503;
       },
     };
   },

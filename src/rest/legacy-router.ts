@@ -13,6 +13,8 @@ const readBody = express.text({ type: () => true, limit: BODY_LIMIT });
 /** Errors raised by the GraphQL side that the legacy API answers as ordinary failures. */
 const EXPECTED_FAILURE_CODES = new Set(['UNAVAILABLE', 'BAD_USER_INPUT']);
 const UNAVAILABLE_CODES = new Set(['DATABASE_UNAVAILABLE', 'SERVICE_UNAVAILABLE']);
+/** The database or the upstream gateway cannot answer: HTTP 503 in the endpoint's shape. */
+const SERVICE_UNAVAILABLE_TEXT = 'service temporarily unavailable, try again later';
 
 /**
  * The legacy REST endpoints, built from the route table. Each request: check the
@@ -77,7 +79,7 @@ function shape(route: PreparedRoute, result: OperationResult): [number, LegacyBo
   const code = error?.extensions?.code;
   if (typeof code === 'string' && EXPECTED_FAILURE_CODES.has(code)) return [200, failureBody(route, error!.message)];
   if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) {
-    return [503, failureBody(route, 'service temporarily unavailable, try again later')];
+    return [503, failureBody(route, SERVICE_UNAVAILABLE_TEXT)];
   }
   return [500, failureBody(route, 'internal error')];
 }
@@ -103,7 +105,7 @@ function legacyErrorHandler(routes: readonly PreparedRoute[]): ErrorRequestHandl
     const route = byPath.get(request.path);
     if (route === undefined || response.headersSent) return next(error);
     if (error instanceof UpstreamUnavailableError || isDatabaseUnavailable(error)) {
-      return send(response, 503, failureBody(route, 'service temporarily unavailable, try again later'));
+      return send(response, 503, failureBody(route, SERVICE_UNAVAILABLE_TEXT));
     }
     if (error instanceof RateLimitedError) return sendRateLimited(response, error, failureBody(route, error.message));
     const status = (error as { status?: unknown }).status;

@@ -1,13 +1,20 @@
 import type { ErrorRequestHandler } from 'express';
+import { isDatabaseUnavailable } from '../db/database.js';
+import { DATABASE_UNAVAILABLE } from '../graphql/errors.js';
 import { graphqlRateLimitedBody, RateLimitedError, sendRateLimited } from './rate-limit.js';
 
 /**
  * Failures on `/graphql` before Apollo Server sees the request, answered as
- * GraphQL error bodies: the caller over its rate limit (429), a body over the
+ * GraphQL error bodies: the database unreachable while checking an API key (503,
+ * as inside an operation), the caller over its rate limit (429), a body over the
  * size limit (413), a body that is not JSON or not readable (400).
  */
 export const graphqlRequestErrors: ErrorRequestHandler = (error: unknown, _request, response, next) => {
   if (response.headersSent) return next(error);
+  if (isDatabaseUnavailable(error)) {
+    const { code, message } = DATABASE_UNAVAILABLE;
+    return response.status(503).json({ errors: [{ message, extensions: { code } }] });
+  }
   if (error instanceof RateLimitedError) return sendRateLimited(response, error, graphqlRateLimitedBody(error));
   // body-parser's errors carry a 4xx `status`, a `type` and, when too large, the `limit` in bytes.
   const { status, type, limit } = error as { status?: unknown; type?: unknown; limit?: unknown };
