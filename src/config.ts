@@ -27,8 +27,6 @@ export interface Config {
   playground: boolean;
 }
 
-export const DEFAULT_RATE_LIMIT = 20;
-
 /** Express's `trust proxy`: off, on, a number of hops, or the addresses / subnets / names it trusts. */
 export type TrustProxy = boolean | number | string[];
 
@@ -78,7 +76,7 @@ const environmentSchema = z
     SETTLEMENT_INTERVAL_MS: wholeNumber(10, 86_400_000).default(30_000),
     NODE_ENV: optionalText,
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    RATE_LIMIT: wholeNumber(0, 1_000_000).default(DEFAULT_RATE_LIMIT),
+    RATE_LIMIT: wholeNumber(0, 1_000_000).default(20),
     METRICS_TOKEN: optionalText,
     TRUST_PROXY: optionalText.refine(
       (value) => value === undefined || /^(true|false|[0-9]+|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/.test(value),

@@ -1,6 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_RATE_LIMIT, loadConfig } from '../../src/config.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { startTestSidecar } from '../support/sidecar.js';
 import { json, send, type RawAnswer, type RawRequest } from './http.js';
@@ -182,11 +181,6 @@ describe('per address, before authentication', () => {
 });
 
 describe('configuration', () => {
-  it(`defaults to ${DEFAULT_RATE_LIMIT} requests a second per caller`, () => {
-    expect(DEFAULT_RATE_LIMIT).toBe(20);
-    expect(loadConfig({}).rateLimit).toBe(DEFAULT_RATE_LIMIT);
-  });
-
   it('limits nothing with RATE_LIMIT=0', async () => {
     const unlimited = await startTestGateway({ RATE_LIMIT: '0' });
     try {
