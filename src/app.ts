@@ -1,112 +1,83 @@
+import type { ApolloServer } from '@apollo/server';
 import { expressMiddleware } from '@as-integrations/express5';
 import express, { type Express } from 'express';
-import { Authenticator } from './auth/authenticator.js';
+import type { Authenticator } from './auth/authenticator.js';
 import { callerOf, requireCaller } from './auth/require-caller.js';
-import { createRequestContext, type AppServices } from './context.js';
 import type { TrustProxy } from './config.js';
+import type { CreateContext, RequestContext } from './context.js';
 import type { Database } from './db/database.js';
-import { createApolloServer } from './graphql/apollo.js';
-import { buildSchema } from './graphql/schema.js';
-import { internalError, notFound } from './http/fallback.js';
+import { graphqlFailures, legacyFailures, noSuchPath } from './http/failures.js';
 import { healthRoutes } from './http/health.js';
-import { assignRequestId, requestIdOf } from './http/request-id.js';
+import { BODY_LIMIT_BYTES } from './limits.js';
 import type { Logger } from './logger.js';
-import { graphqlLogging } from './observability/graphql-logging.js';
-import { createMetrics } from './observability/metrics.js';
-import { logRequests } from './observability/request-log.js';
+import type { GraphQLLogging } from './observability/graphql-logging.js';
+import type { GatewayMetrics } from './observability/metrics.js';
+import { requestIdOf, requestLogging } from './observability/request-log.js';
 import { playgroundRouter, type PlaygroundOptions } from './playground/playground.js';
-import { prepareRoutes } from './rest/executor.js';
+import type { PreparedRoute } from './rest/executor.js';
 import { inProcessExecutor } from './rest/in-process-executor.js';
-import { createLegacyRouter } from './rest/legacy-router.js';
-import { openApiDocument } from './rest/openapi.js';
-import { legacyRoutes } from './rest/routes.js';
+import { legacyEndpoints } from './rest/legacy-router.js';
 import { credentialedGetIsPreflighted } from './security/credentialed-get.js';
-import { graphqlRequestErrors } from './security/graphql-request-errors.js';
 import { securityHeaders } from './security/http-headers.js';
-import { createRateLimits } from './security/rate-limit.js';
-import { packageVersion } from './version.js';
+import type { RateLimits } from './security/rate-limit.js';
 
-export interface GatewayOptions {
-  /** For readiness and database metrics. */
-  database: Database;
-  services: AppServices;
-  /** Key that signs and verifies access tokens. */
-  tokenKey: Uint8Array;
-  production: boolean;
-  /** Requests per second per caller (ten times that per address before authentication); 0 turns limiting off. */
-  rateLimit: number;
-  /** Receives one line per request. */
+export interface AppOptions {
+  /** Started; serves `/graphql` and runs the REST layer's operations. */
+  apollo: ApolloServer<RequestContext>;
+  createContext: CreateContext;
+  authenticator: Authenticator;
+  rateLimits: RateLimits;
+  restRoutes: PreparedRoute[];
+  /** The OpenAPI document of `restRoutes`, as served. */
+  openApi: string;
+  /** For readiness. */
+  database: Pick<Database, 'ping'>;
+  metrics: GatewayMetrics;
+  graphqlLog: GraphQLLogging;
   logger: Logger;
   trustProxy: TrustProxy;
-  /** When set, `/metrics` answers only `Authorization: Bearer <metricsToken>`. */
-  metricsToken: string | undefined;
   /** GraphiQL at `GET /graphql` for browsers; absent, no playground. */
   playground: PlaygroundOptions | undefined;
 }
 
-export interface Gateway {
-  app: Express;
-  /** Stops the GraphQL server; the caller closes the HTTP server and the database. */
-  stop(): Promise<void>;
-}
-
-const JSON_BODY_LIMIT = '100kb';
-const GRAPHQL_UNAUTHORIZED = {
-  errors: [{ message: 'missing or invalid credentials', extensions: { code: 'UNAUTHENTICATED' } }],
-};
-
-export async function createGateway(options: GatewayOptions): Promise<Gateway> {
-  const { database, services } = options;
-  const rateLimits = createRateLimits(options.rateLimit, legacyRoutes);
-  const authenticator = new Authenticator(options.tokenKey, services.stores.accounts, rateLimits.admitCaller);
-  const schema = buildSchema();
-  const metrics = createMetrics(database, options.metricsToken);
-  const graphqlLog = graphqlLogging(options.logger);
-  const apollo = createApolloServer(schema, {
-    production: options.production,
-    plugins: [metrics.graphqlPlugin, graphqlLog.plugin],
-  });
-  await apollo.start();
-  const restRoutes = prepareRoutes(legacyRoutes, schema);
-
+/**
+ * The Express app: every HTTP request passes these steps in order. Each surface ends with
+ * its failure handler, which answers whatever its steps threw in that surface's shape.
+ */
+export function createApp(options: AppOptions): Express {
+  const { apollo, authenticator, rateLimits, createContext, graphqlLog, metrics } = options;
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', options.trustProxy);
-  app.use(securityHeaders);
-  app.use(assignRequestId, metrics.recordRequests);
+  app.use(securityHeaders, requestLogging(options.logger, { log: true }), metrics.recordRequests);
 
-  app.use(healthRoutes(database));
+  // Probes and scrapes: no credentials, no rate limit, not in the request log.
+  app.use(healthRoutes(options.database));
   app.get('/metrics', metrics.endpoint);
-  // Probes and scrapes above are counted but not logged: they would drown the log.
-  app.use(logRequests(options.logger));
   app.use(rateLimits.byAddress);
 
   if (options.playground) app.use(playgroundRouter(options.playground));
   app.use(
     '/graphql',
-    requireCaller(authenticator, GRAPHQL_UNAUTHORIZED),
+    requireCaller(authenticator),
+    rateLimits.byCaller,
     credentialedGetIsPreflighted,
-    express.json({ limit: JSON_BODY_LIMIT }),
+    express.json({ limit: BODY_LIMIT_BYTES }),
     expressMiddleware(apollo, {
-      context: async ({ res }) => graphqlLog.track(res, createRequestContext(services, callerOf(res), requestIdOf(res))),
+      context: async ({ req, res }) => graphqlLog.track(res, createContext(callerOf(res), requestIdOf(req))),
     }),
-    graphqlRequestErrors,
+    graphqlFailures,
   );
 
-  const openApi = JSON.stringify(openApiDocument(legacyRoutes, packageVersion));
   app.get('/openapi.json', (_request, response) => {
-    response.type('application/json').send(openApi);
+    response.type('application/json').send(options.openApi);
   });
-  app.use(createLegacyRouter(restRoutes, inProcessExecutor(apollo, authenticator, services)));
+  app.use(
+    ...legacyEndpoints(options.restRoutes, inProcessExecutor(apollo, authenticator, createContext), {
+      afterAuthentication: [rateLimits.byCaller],
+    }),
+  );
 
-  app.use(notFound);
-  app.use(internalError(options.logger));
-
-  return {
-    app,
-    async stop() {
-      metrics.stop();
-      await apollo.stop();
-    },
-  };
+  app.use(noSuchPath, legacyFailures('error'));
+  return app;
 }

@@ -1,30 +1,45 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createAccounts, type Accounts } from './accounts/index.js';
+import { createApp } from './app.js';
 import { secretKey, signAccessToken } from './auth/access-token.js';
-import { createGateway } from './app.js';
-import { createOfficialBilling } from './billing/official-billing.js';
-import { createSsoClient } from './billing/sso-client.js';
+import { Authenticator } from './auth/authenticator.js';
+import { createBilling, type Billing } from './billing/index.js';
 import type { Config } from './config.js';
-import { connectDatabase, type Database } from './db/database.js';
-import { startEmbeddedServer, type EmbeddedServer } from './db/embedded/server.js';
+import type { CreateContext } from './context.js';
+import { createConversations, type Conversations } from './conversations/index.js';
+import { buildIndexes, connectDatabase, type Database } from './db/database.js';
+import { startEmbeddedServer } from './db/embedded/server.js';
 import { withDatabaseName } from './db/uri.js';
+import { createApolloServer } from './graphql/apollo.js';
+import { buildSchema } from './graphql/schema.js';
 import type { Logger } from './logger.js';
+import { graphqlLogging } from './observability/graphql-logging.js';
+import { createMetrics } from './observability/metrics.js';
+import { prepareRoutes } from './rest/executor.js';
+import { openApiDocument } from './rest/openapi.js';
+import type { RestRoute } from './rest/route.js';
+import { legacyRoutes } from './rest/routes.js';
+import { createRateLimits } from './security/rate-limit.js';
 import { DEMO_USER_ID, demoData } from './seed/demo-data.js';
 import { loadSeed, readSeedFile } from './seed/seed-file.js';
+import { packageVersion } from './version.js';
 
 const EMBEDDED_DATABASE_NAME = 'chat-gateway';
-/** How long in-flight requests may take to finish once stopping. */
-const SHUTDOWN_GRACE_MS = 10_000;
-/** While stopping, how often keep-alive connections whose last response went out are closed. */
-const IDLE_SWEEP_MS = 100;
 /** Requests whose headers (with the request line) exceed this are refused with 431: Node's default, made explicit. */
 const MAX_HEADER_BYTES = 16 * 1024;
+
+export interface ServiceOptions {
+  /** The legacy REST endpoints; `legacyRoutes` unless given. */
+  restRoutes?: RestRoute[];
+}
 
 export interface RunningService {
   /** Base URL reachable from this machine, e.g. http://127.0.0.1:4000 */
   url: string;
   database: Database;
+  domains: Domains;
   /** The embedded engine's address, when no MONGODB_URI was given. */
   embeddedUri: string | undefined;
   /** A token for the demo user, printed at start when tokens are signed with a random secret or demo data was loaded. */
@@ -33,75 +48,94 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
-/** Wires configuration → database (embedded when MONGODB_URI is unset) → seed → app → listen. */
-export async function startService(config: Config, logger: Logger): Promise<RunningService> {
-  let embedded: EmbeddedServer | undefined;
-  if (config.mongodbUri === undefined) {
-    embedded = await startEmbeddedServer({ host: '127.0.0.1', port: 0 });
-  }
-  const database = await connectDatabase(
-    config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME),
-    logger,
-  );
+/** What each domain folder's factory made, bound to the database. */
+export interface Domains {
+  accounts: Accounts;
+  conversations: Conversations;
+  billing: Billing;
+}
+
+/** The composition root: configuration → database → domains → GraphQL → HTTP. */
+export async function startService(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<RunningService> {
+  // Database: the real one, or the embedded engine in this process.
+  const embedded = config.mongodbUri === undefined ? await startEmbeddedServer({ host: '127.0.0.1', port: 0 }) : undefined;
+  const database = await connectDatabase(config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME), logger);
+
+  // Domains: each gives its stores, a service per caller and its resolvers.
+  const { connection } = database;
+  const accounts = createAccounts(connection);
+  const conversations = createConversations(connection);
+  const billing = createBilling({ connection, accounts: accounts.store, sso: config.sso, logger });
+  const domains: Domains = { accounts, conversations, billing };
+  await buildIndexes(connection);
 
   const loadDemoData = embedded !== undefined && config.seedFile === undefined;
   if (config.seedFile !== undefined) {
-    const loaded = await loadSeed(database.stores, await readSeedFile(config.seedFile));
+    const loaded = await loadSeed(domains, await readSeedFile(config.seedFile));
     logger.info({ seedFile: config.seedFile, ...loaded }, 'seed file loaded');
   } else if (loadDemoData) {
-    await loadSeed(database.stores, demoData);
+    await loadSeed(domains, demoData);
   }
 
-  // Official deployment: buying and gifts go through the SSO provider (community never calls it).
-  const officialBilling =
-    config.sso === undefined
-      ? undefined
-      : createOfficialBilling(database.models, database.stores.accounts, createSsoClient(config.sso), logger);
-
   const tokenKey = secretKey(config.jwtSecret ?? randomBytes(32).toString('base64url'));
-  const demoToken =
-    config.jwtSecret === undefined || loadDemoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
+  const demoToken = config.jwtSecret === undefined || loadDemoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
+  const authenticator = new Authenticator(tokenKey, accounts.store);
+  const createContext: CreateContext = (caller, requestId) => ({
+    caller,
+    requestId,
+    conversations: conversations.forCaller(caller),
+    billing: billing.forCaller(caller),
+  });
 
-  const gateway = await createGateway({
-    database,
-    services: { stores: database.stores, officialBilling },
-    tokenKey,
+  // GraphQL: one schema and one Apollo Server, for /graphql and the REST layer alike.
+  const schema = buildSchema([conversations.resolvers, billing.resolvers]);
+  const httpServer = createServer({ maxHeaderSize: MAX_HEADER_BYTES });
+  const metrics = createMetrics(database, config.metricsToken);
+  const graphqlLog = graphqlLogging(logger);
+  const apollo = createApolloServer(schema, {
     production: config.production,
-    rateLimit: config.rateLimit,
+    httpServer,
+    plugins: [metrics.graphqlPlugin, graphqlLog.plugin],
+  });
+  await apollo.start();
+
+  // HTTP: the app on the server Apollo Server drains when it stops.
+  const restRoutes = options.restRoutes ?? legacyRoutes;
+  const app = createApp({
+    apollo,
+    createContext,
+    authenticator,
+    rateLimits: createRateLimits(config.rateLimit),
+    restRoutes: prepareRoutes(restRoutes, schema),
+    openApi: JSON.stringify(openApiDocument(restRoutes, packageVersion)),
+    database,
+    metrics,
+    graphqlLog,
     logger,
-    metricsToken: config.metricsToken,
     trustProxy: config.trustProxy,
     // The playground offers the printed demo token, except in production.
     playground: config.playground ? { demoToken: config.production ? undefined : demoToken } : undefined,
   });
-  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES }, gateway.app).listen(config.port, config.host);
-  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
-  const { port } = server.address() as AddressInfo;
+  httpServer.on('request', app).listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => httpServer.once('listening', resolve).once('error', reject));
+  const { port } = httpServer.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  const settlementSweep = officialBilling?.settlement.startSweep(config.settlementIntervalMs);
+  const settlementSweep = billing.official?.settlement.startSweep(config.settlementIntervalMs);
 
   return {
     url: `http://${host}:${port}`,
     database,
+    domains,
     embeddedUri: embedded?.uri,
     demoToken,
     async stop() {
-      await closeGracefully(server);
-      await gateway.stop();
+      // Drains the HTTP server first (see createApolloServer), then stops GraphQL.
+      await apollo.stop();
+      metrics.stop();
       // Settlements write to the database: they finish (or are stopped) before it closes.
       await settlementSweep?.stop();
       await database.close();
       await embedded?.close();
     },
   };
-}
-
-async function closeGracefully(server: Server): Promise<void> {
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
-  const closeIdle = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
-  const forceClose = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
-  await closed;
-  clearInterval(closeIdle);
-  clearTimeout(forceClose);
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AccountStore } from '../accounts/account.store.js';
 import { pointsToUnits, unitsToPoints } from '../accounts/points.js';
-import { UnavailableError } from '../shared/unavailable-error.js';
+import { notAvailable } from '../errors.js';
 import { userErrors, type Outcome } from '../shared/user-error.js';
 import type { Gift } from './gift-grant.model.js';
 import type { OfficialBilling } from './official-billing.js';
@@ -104,14 +104,14 @@ export class BillingService {
    */
   async giftPackage(): Promise<GiftPackage> {
     const official = this.official;
-    if (official === undefined) throw new UnavailableError(userErrors.notOnThisDeployment.message);
+    if (official === undefined) throw notAvailable(userErrors.notOnThisDeployment.message);
     const account = await this.accounts.billingAccount(this.userId);
-    if (account === null) throw new UnavailableError(userErrors.noAccount.message);
+    if (account === null) throw notAvailable(userErrors.noAccount.message);
     let flags: GiftPackage;
     try {
       flags = await official.sso.certification(account.username);
     } catch (error) {
-      if (error instanceof SsoUnavailableError) throw new UnavailableError(userErrors.providerUnavailable.message);
+      if (error instanceof SsoUnavailableError) throw notAvailable(userErrors.providerUnavailable.message);
       throw error;
     }
     for (const gift of ['cert', 'teenager'] as const) {

@@ -1,7 +1,8 @@
 import type { AccountStore } from '../accounts/account.store.js';
-import type { Models } from '../db/models.js';
 import type { Logger } from '../logger.js';
+import type { GiftGrantModel } from './gift-grant.model.js';
 import { GiftGrantStore } from './gift-grant.store.js';
+import type { PurchaseModel } from './purchase.model.js';
 import { PurchaseStore } from './purchase.store.js';
 import { PurchaseSettlement } from './settlement.js';
 import type { SsoClient } from './sso-client.js';
@@ -14,7 +15,12 @@ export interface OfficialBilling {
   settlement: PurchaseSettlement;
 }
 
-export function createOfficialBilling(models: Models, accounts: AccountStore, sso: SsoClient, logger: Logger): OfficialBilling {
+export function createOfficialBilling(
+  models: { purchases: PurchaseModel; giftGrants: GiftGrantModel },
+  accounts: AccountStore,
+  sso: SsoClient,
+  logger: Logger,
+): OfficialBilling {
   const purchases = new PurchaseStore(models.purchases);
   return {
     sso,

@@ -1,5 +1,7 @@
+import { createAccounts } from '../accounts/index.js';
 import { loadConfig } from '../config.js';
-import { connectDatabase } from '../db/database.js';
+import { createConversations } from '../conversations/index.js';
+import { buildIndexes, connectDatabase } from '../db/database.js';
 import { loadSeed, readSeedFile } from '../seed/seed-file.js';
 
 // npm run seed -- FILE.json: loads a seed file into the database named by MONGODB_URI.
@@ -11,7 +13,9 @@ if (config.mongodbUri === undefined) {
 }
 const database = await connectDatabase(config.mongodbUri);
 try {
-  const loaded = await loadSeed(database.stores, await readSeedFile(file));
+  const domains = { accounts: createAccounts(database.connection), conversations: createConversations(database.connection) };
+  await buildIndexes(database.connection);
+  const loaded = await loadSeed(domains, await readSeedFile(file));
   process.stdout.write(`loaded ${loaded.users} users and ${loaded.conversations} conversations from ${file}\n`);
 } catch (error) {
   process.stderr.write(`seeding failed: ${error instanceof Error ? error.message : String(error)}\n`);

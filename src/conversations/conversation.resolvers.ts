@@ -1,11 +1,12 @@
-import { badUserInput } from '../graphql/errors.js';
+import { badUserInput } from '../errors.js';
 import type { Resolvers } from '../graphql/generated/resolvers.js';
+import { MAX_PAGE_SIZE } from '../limits.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 
 export const conversationResolvers: Resolvers = {
   Query: {
     conversations: (_, { first, after }, { conversations }) => {
-      const limit = first ?? 100;
+      const limit = first ?? MAX_PAGE_SIZE;
       if (limit < 0) throw badUserInput('`first` must not be negative');
       if (after == null) return conversations.page(limit);
       const beforeId = decodeCursor(after);

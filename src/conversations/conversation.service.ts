@@ -1,9 +1,8 @@
 import DataLoader from 'dataloader';
+import { MAX_PAGE_SIZE } from '../limits.js';
 import { userErrors, type Outcome } from '../shared/user-error.js';
 import type { ConversationRecord, MessageRecord } from './conversation.model.js';
 import type { ConversationStore } from './conversation.store.js';
-
-export const MAX_PAGE_SIZE = 100;
 
 export interface ConversationPage {
   nodes: ConversationRecord[];

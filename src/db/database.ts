@@ -1,21 +1,9 @@
-import {
-  MongoNetworkError,
-  MongoNotConnectedError,
-  MongoServerError,
-  MongoServerSelectionError,
-  MongoTopologyClosedError,
-} from 'mongodb';
 import mongoose, { type Connection } from 'mongoose';
-import { AccountStore } from '../accounts/account.store.js';
-import type { Stores } from '../context.js';
-import { ConversationStore } from '../conversations/conversation.store.js';
 import type { Logger } from '../logger.js';
-import { bindModels, type Models } from './models.js';
 
 export interface Database {
+  /** Each domain binds its models to it. */
   connection: Connection;
-  models: Models;
-  stores: Stores;
   /** Resolves when the server answers a ping within `timeoutMs`. */
   ping(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
@@ -46,16 +34,8 @@ export async function connectDatabase(uri: string, logger?: Logger): Promise<Dat
   });
   connection.on('reconnected', () => logger?.info('database reachable again'));
   await connection.asPromise();
-  const models = bindModels(connection);
-  // Unique indexes must exist before the first write relies on them.
-  await Promise.all(Object.values(models).map((model) => model.init()));
   return {
     connection,
-    models,
-    stores: {
-      accounts: new AccountStore(models.users, models.apiKeys),
-      conversations: new ConversationStore(models.conversations),
-    },
     async ping(timeoutMs) {
       // The driver ignores `timeoutMS`, so the wait is bounded here.
       let timer: NodeJS.Timeout | undefined;
@@ -75,16 +55,7 @@ export async function connectDatabase(uri: string, logger?: Logger): Promise<Dat
   };
 }
 
-/** Server codes meaning "this server cannot serve right now" (shutting down, stepping down, not primary). */
-const UNAVAILABLE_SERVER_CODES = new Set([91, 189, 10107, 11600, 11602, 13435, 13436]);
-
-/** Whether an error means the database cannot be reached or cannot serve right now, rather than a bug. */
-export function isDatabaseUnavailable(error: unknown): boolean {
-  return (
-    error instanceof MongoNetworkError ||
-    error instanceof MongoServerSelectionError ||
-    error instanceof MongoTopologyClosedError ||
-    error instanceof MongoNotConnectedError ||
-    (error instanceof MongoServerError && UNAVAILABLE_SERVER_CODES.has(Number(error.code)))
-  );
+/** Builds the indexes of every model bound to the connection: unique indexes must exist before the first write relies on them. */
+export async function buildIndexes(connection: Connection): Promise<void> {
+  await Promise.all(Object.values(connection.models).map((model) => model.init()));
 }

@@ -9,6 +9,7 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import { withFailureKinds } from '../errors.js';
 
 type Executor = ApolloServerOptionsWithGateway<BaseContext>['gateway'];
 
@@ -45,8 +46,8 @@ export function compiledExecution(schema: GraphQLSchema): Executor {
   }
 
   async function run(args: ExecutionArgs, operation: OperationDefinitionNode | undefined): Promise<ExecutionResult> {
-    if (operation?.operation !== 'query' || !variablesCoerce(schema, operation, args.variableValues)) return execute(args);
-    const query = compiledQuery(operation, args);
+    const query =
+      operation?.operation === 'query' && variablesCoerce(schema, operation, args.variableValues) ? compiledQuery(operation, args) : null;
     if (query === null) return execute(args);
     const result = await query.query(undefined, args.contextValue, args.variableValues ?? {});
     return result.errors ? { ...result, errors: result.errors.map(asGraphQLError) } : result;
@@ -59,10 +60,12 @@ export function compiledExecution(schema: GraphQLSchema): Executor {
     },
     async load() {
       return {
-        executor: ({ document, context, request, operation }) =>
-          run(
-            { schema, document, contextValue: context, variableValues: request.variables, operationName: request.operationName },
-            operation,
+        executor: async ({ document, context, request, operation }) =>
+          withFailureKinds(
+            await run(
+              { schema, document, contextValue: context, variableValues: request.variables, operationName: request.operationName },
+              operation,
+            ),
           ),
       };
     },

@@ -1,11 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import type { GraphQLSchema } from 'graphql';
-import { billingResolvers } from '../billing/billing.resolvers.js';
-import { conversationResolvers } from '../conversations/conversation.resolvers.js';
+import type { Resolvers } from './generated/resolvers.js';
 
 /** `schema/` at the project root, the same relative path from `src/graphql` and `dist/graphql`. */
-export const SCHEMA_DIRECTORY = new URL('../../schema/', import.meta.url);
+const SCHEMA_DIRECTORY = new URL('../../schema/', import.meta.url);
 
 function readTypeDefs(): string[] {
   return readdirSync(SCHEMA_DIRECTORY)
@@ -14,9 +13,7 @@ function readTypeDefs(): string[] {
     .map((file) => readFileSync(new URL(file, SCHEMA_DIRECTORY), 'utf8'));
 }
 
-export function buildSchema(): GraphQLSchema {
-  return makeExecutableSchema({
-    typeDefs: readTypeDefs(),
-    resolvers: [conversationResolvers, billingResolvers],
-  });
+/** The SDL in `schema/` with each domain's resolvers; without resolvers, for validating documents only. */
+export function buildSchema(resolvers: Resolvers[] = []): GraphQLSchema {
+  return makeExecutableSchema({ typeDefs: readTypeDefs(), resolvers });
 }

@@ -1,10 +1,10 @@
-import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
+import type { ApolloServerPlugin } from '@apollo/server';
 import type { Response } from 'express';
-import { requestIdOf } from '../http/request-id.js';
+import type { RequestContext } from '../context.js';
+import { isInternal } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { codeOf, formattedErrorsOf } from './graphql-metrics.js';
+import { formattedErrorsOf } from './graphql-metrics.js';
 
-const OPERATION_NAME = 'graphqlOperationName';
 /** Where a `/graphql` context keeps its HTTP response. A property, not a WeakMap entry: Apollo copies the context per request. */
 const RESPONSE = Symbol('http response');
 
@@ -12,7 +12,7 @@ export interface GraphQLLogging {
   /** Remembers which HTTP response a `/graphql` request's context belongs to; returns the context. */
   track<TContext extends object>(response: Response, context: TContext): TContext;
   /** Names the operation for the request log, and logs unexpected errors with their stack. */
-  plugin: ApolloServerPlugin<BaseContext>;
+  plugin: ApolloServerPlugin<RequestContext>;
 }
 
 export function graphqlLogging(logger: Logger): GraphQLLogging {
@@ -26,15 +26,15 @@ export function graphqlLogging(logger: Logger): GraphQLLogging {
         const response = (contextValue as { [RESPONSE]?: Response })[RESPONSE];
         return {
           async didResolveOperation({ operationName }) {
-            if (response) response.locals[OPERATION_NAME] = operationName ?? 'anonymous';
+            if (response) response.locals.graphqlOperationName = operationName ?? 'anonymous';
           },
           async willSendResponse(requestContext) {
             formattedErrorsOf(requestContext.response).forEach((formatted, index) => {
-              if (codeOf(formatted) !== 'INTERNAL_SERVER_ERROR') return;
+              if (!isInternal(formatted)) return;
               logger.error(
                 {
                   err: requestContext.errors?.[index],
-                  requestId: response && requestIdOf(response),
+                  requestId: requestContext.contextValue.requestId,
                   operation: requestContext.operationName ?? undefined,
                 },
                 'unexpected error in a GraphQL operation',
@@ -45,8 +45,4 @@ export function graphqlLogging(logger: Logger): GraphQLLogging {
       },
     },
   };
-}
-
-export function operationNameOf(response: Response): string | undefined {
-  return response.locals[OPERATION_NAME] as string | undefined;
 }

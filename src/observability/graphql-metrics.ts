@@ -1,6 +1,7 @@
 import type { ApolloServerPlugin, BaseContext, GraphQLResponse } from '@apollo/server';
 import type { GraphQLFormattedError } from 'graphql';
 import { Counter, Histogram, type Registry } from 'prom-client';
+import { codeOf } from '../errors.js';
 
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /** Clients choose operation names; past this many distinct ones, new names are counted as `other`. */
@@ -59,11 +60,6 @@ export function graphqlMetrics(registry: Registry): ApolloServerPlugin<BaseConte
 export function formattedErrorsOf(response: GraphQLResponse): readonly GraphQLFormattedError[] {
   const result = response.body.kind === 'single' ? response.body.singleResult : response.body.initialResult;
   return result.errors ?? [];
-}
-
-export function codeOf(error: GraphQLFormattedError): string {
-  const code = error.extensions?.code;
-  return typeof code === 'string' ? code : 'INTERNAL_SERVER_ERROR';
 }
 
 /** Passes label values through until `limit` distinct ones were seen, then answers `other` for new ones. */

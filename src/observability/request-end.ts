@@ -1,9 +1,9 @@
 import type { Request, Response } from 'express';
 
 /** The matched route pattern stands for requests that matched none, so labels never carry raw URLs. */
-export const UNMATCHED_ROUTE = '(unmatched)';
+const UNMATCHED_ROUTE = '(unmatched)';
 /** nginx's code for a request whose client went away before the answer was sent. */
-const CLIENT_CLOSED_REQUEST = 499;
+export const CLIENT_CLOSED_REQUEST = 499;
 
 export interface RequestOutcome {
   /** The route pattern, e.g. `/conversation/load` or `/playground/assets/:file`; never the raw URL. */
@@ -29,7 +29,7 @@ export function whenRequestEnds(request: Request, response: Response, done: (out
   response.once('close', end);
 }
 
-function routePattern(request: Request): string {
+export function routePattern(request: Request): string {
   const route = request.route as { path?: unknown } | undefined;
   if (route?.path !== undefined) return `${request.baseUrl}${String(route.path)}`;
   // Mounted handlers (`app.use('/graphql', …)`) have no route of their own, only their mount path.

@@ -1,6 +1,6 @@
 import type { ApolloServer } from '@apollo/server';
 import type { Authenticator } from '../auth/authenticator.js';
-import { createRequestContext, type AppServices, type RequestContext } from '../context.js';
+import type { CreateContext, RequestContext } from '../context.js';
 import type { OperationExecutor, OperationResult } from './executor.js';
 
 /**
@@ -10,7 +10,7 @@ import type { OperationExecutor, OperationResult } from './executor.js';
 export function inProcessExecutor(
   apollo: ApolloServer<RequestContext>,
   authenticator: Authenticator,
-  services: AppServices,
+  createContext: CreateContext,
 ): OperationExecutor {
   return {
     async open({ authorization, requestId }) {
@@ -22,7 +22,7 @@ export function inProcessExecutor(
         async run(operation, variables) {
           const response = await apollo.executeOperation(
             { query: operation.text, operationName: operation.name, variables },
-            { contextValue: createRequestContext(services, caller, requestId) },
+            { contextValue: createContext(caller, requestId) },
           );
           if (response.body.kind !== 'single') throw new Error('incremental delivery is not used by the REST layer');
           return response.body.singleResult as OperationResult;

@@ -1,118 +1,86 @@
-import express, { Router, type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
-import { isDatabaseUnavailable } from '../db/database.js';
-import { requestIdOf } from '../http/request-id.js';
-import { RateLimitedError, rateLimitedErrorIn, sendRateLimited } from '../security/rate-limit.js';
-import { UNAUTHORIZED, type OperationExecutor, type OperationResult, type OperationSession, type PreparedRoute } from './executor.js';
-import { failureBody, type LegacyBody, type RestRoute } from './route.js';
-import { UpstreamUnavailableError } from './remote-executor.js';
+import express, { Router, type ErrorRequestHandler, type RequestHandler } from 'express';
+import { failureOfAnswer, legacyAnswer, methodNotAllowed, unauthenticated } from '../errors.js';
+import { legacyFailures } from '../http/failures.js';
+import { sendAnswer, sendJson } from '../http/json-answer.js';
+import { BODY_LIMIT_BYTES } from '../limits.js';
+import { requestIdOf } from '../observability/request-log.js';
+import { UNAUTHORIZED, type OperationExecutor, type PreparedRoute } from './executor.js';
+import { readInput } from './inputs.js';
 
-const BODY_LIMIT = '100kb';
-const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
-const readBody = express.text({ type: () => true, limit: BODY_LIMIT });
+const readBody = express.text({ type: () => true, limit: BODY_LIMIT_BYTES });
 
-/** Errors raised by the GraphQL side that the legacy API answers as ordinary failures. */
-const EXPECTED_FAILURE_CODES = new Set(['UNAVAILABLE', 'BAD_USER_INPUT']);
-const UNAVAILABLE_CODES = new Set(['DATABASE_UNAVAILABLE', 'SERVICE_UNAVAILABLE']);
-/** The database or the upstream gateway cannot answer: HTTP 503 in the endpoint's shape. */
-const SERVICE_UNAVAILABLE_TEXT = 'service temporarily unavailable, try again later';
-
-/**
- * The legacy REST endpoints, built from the route table. Each request: check the
- * credentials, turn the request into variables (or a failure sentence), run the
- * route's operation, and shape the answer into the legacy body.
- */
-export function createLegacyRouter(routes: readonly PreparedRoute[], executor: OperationExecutor): Router {
-  const router = Router();
-  for (const route of routes) {
-    // Credentials first: a refused caller gets 401 before its body is even read.
-    const steps: RequestHandler[] = [openSession(route, executor), ...(route.method === 'POST' ? [readBody] : []), handle(route)];
-    if (route.method === 'GET') router.get(route.path, ...steps);
-    else router.post(route.path, ...steps);
-    router.all(route.path, (_request, response) => {
-      response.status(405).set('Allow', route.method).json(failureBody(route, `method not allowed; use ${route.method}`));
-    });
-  }
-  router.use(legacyErrorHandler(routes));
-  return router;
+export interface LegacyEndpointsOptions {
+  /** Steps between authentication and the answer, such as the per-caller rate limit. */
+  afterAuthentication: RequestHandler[];
 }
 
-function openSession(route: PreparedRoute, executor: OperationExecutor): RequestHandler {
+/**
+ * The legacy REST endpoints, built from the route table: a router, then the handler that answers
+ * failures in each endpoint's shape (`errors.ts`), to be mounted together. Each request is a chain
+ * of steps: open the caller's session (credentials first: a refused caller gets 401 before its
+ * body is even read), the steps after authentication, read the body on POST, then answer.
+ */
+export function legacyEndpoints(
+  routes: readonly PreparedRoute[],
+  executor: OperationExecutor,
+  options: LegacyEndpointsOptions,
+): [Router, ErrorRequestHandler] {
+  const router = Router();
+  for (const route of routes) {
+    const steps = [openSession(executor), ...options.afterAuthentication, ...(route.method === 'POST' ? [readBody] : []), answer(route)];
+    if (route.method === 'GET') router.get(route.path, ...steps);
+    else router.post(route.path, ...steps);
+    router.all(route.path, () => {
+      throw methodNotAllowed(route.method);
+    });
+  }
+  // At the app's level, not in the router: Express hands a router no failure thrown before it (the per-address limit).
+  return [router, failuresInTheShapeOf(routes)];
+}
+
+/**
+ * Answers a failure in its endpoint's shape: the route that threw it, or the one at its path when
+ * it was thrown before routing. Other paths are left to the fallback.
+ */
+function failuresInTheShapeOf(routes: readonly PreparedRoute[]): ErrorRequestHandler {
+  const handlers = new Map(routes.map((route) => [route.path, legacyFailures(route.failureField)]));
+  return (error, request, response, next) => {
+    // Express matches paths without regard to case or a trailing slash.
+    const path = (request.route as { path?: string } | undefined)?.path ?? request.path.toLowerCase().replace(/(.)\/$/, '$1');
+    const answer = handlers.get(path);
+    if (answer === undefined) return next(error);
+    answer(error, request, response, next);
+  };
+}
+
+function openSession(executor: OperationExecutor): RequestHandler {
   return async (request, response, next) => {
     const session = await executor.open({
       authorization: request.get('authorization'),
-      requestId: requestIdOf(response),
+      requestId: requestIdOf(request),
       clientAddress: request.ip,
     });
-    if (session === null) return unauthorized(response, route);
+    if (session === null) throw unauthenticated();
     response.locals.caller = session.caller;
     response.locals.session = session;
     next();
   };
 }
 
-function handle(route: PreparedRoute): RequestHandler {
-  return (request, response) => answer(route, response.locals.session as OperationSession, request, response);
-}
-
-async function answer(route: PreparedRoute, session: OperationSession, request: Request, response: Response): Promise<void> {
-  const input = route.input.parse({
-    query: new URLSearchParams(request.originalUrl.split('?')[1] ?? ''),
-    body: typeof request.body === 'string' ? request.body : '',
-  });
-  if (!input.ok) {
-    if (!(await session.confirmCaller())) return unauthorized(response, route);
-    return send(response, 200, failureBody(route, input.problem));
-  }
-  const result = await session.run(route.prepared, input.value as Record<string, unknown>);
-  if (result === UNAUTHORIZED) return unauthorized(response, route);
-  // A remote gateway (sidecar mode) limits the caller itself; its refusal is answered like a local one.
-  const limited = rateLimitedErrorIn(result);
-  if (limited) throw limited;
-  const [status, body] = shape(route, result);
-  // An internal error names the request, so a report can be matched with its log line.
-  send(response, status, status === 500 ? { ...body, request_id: requestIdOf(response) } : body);
-}
-
-function shape(route: PreparedRoute, result: OperationResult): [number, LegacyBody] {
-  const error = result.errors?.[0];
-  if (error === undefined && result.data) return [200, route.respond(result.data)];
-  const code = error?.extensions?.code;
-  if (typeof code === 'string' && EXPECTED_FAILURE_CODES.has(code)) return [200, failureBody(route, error!.message)];
-  if (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) {
-    return [503, failureBody(route, SERVICE_UNAVAILABLE_TEXT)];
-  }
-  return [500, failureBody(route, 'internal error')];
-}
-
-function unauthorized(response: Response, route: Pick<RestRoute, 'failureField'>): void {
-  response.set('WWW-Authenticate', 'Bearer');
-  send(response, 401, failureBody(route, 'unauthorized'));
-}
-
-/**
- * Writes the JSON body as it is. Express's `send` would also hash every body for an ETag,
- * which the legacy API never had and its clients never send back.
- */
-function send(response: Response, status: number, body: LegacyBody): void {
-  const text = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': JSON_CONTENT_TYPE, 'content-length': Buffer.byteLength(text) }).end(text);
-}
-
-/** Failures outside an operation (oversized body, upstream down) still answer in the endpoint's shape. */
-function legacyErrorHandler(routes: readonly PreparedRoute[]): ErrorRequestHandler {
-  const byPath = new Map(routes.map((route) => [route.path, route]));
-  return (error: unknown, request, response, next) => {
-    const route = byPath.get(request.path);
-    if (route === undefined || response.headersSent) return next(error);
-    if (error instanceof UpstreamUnavailableError || isDatabaseUnavailable(error)) {
-      return send(response, 503, failureBody(route, SERVICE_UNAVAILABLE_TEXT));
+function answer(route: PreparedRoute): RequestHandler {
+  return async (request, response) => {
+    const session = response.locals.session!;
+    const input = readInput(route.input, request);
+    if ('failure' in input) {
+      // Bad input still owes a caller whose credentials are refused upstream its 401 first.
+      if (!(await session.confirmCaller())) throw unauthenticated();
+      throw input.failure;
     }
-    if (error instanceof RateLimitedError) return sendRateLimited(response, error, failureBody(route, error.message));
-    const status = (error as { status?: unknown }).status;
-    if (status === 413) return send(response, 413, failureBody(route, 'request body too large'));
-    if (typeof status === 'number' && status >= 400 && status < 500) {
-      return send(response, 200, failureBody(route, 'request body could not be read'));
-    }
-    next(error);
+    const result = await session.run(route.prepared, input.variables as Record<string, unknown>);
+    if (result === UNAUTHORIZED) throw unauthenticated();
+    const error = result.errors?.[0];
+    if (error === undefined && result.data) return sendJson(response, 200, route.respond(result.data));
+    // The operation's own failures were logged where they happened (or upstream); here they are only answered.
+    sendAnswer(response, legacyAnswer(failureOfAnswer(error ?? { message: 'no data' }), route.failureField, requestIdOf(request)));
   };
 }

@@ -1,3 +1,4 @@
+import { upstreamUnavailable } from '../errors.js';
 import {
   UNAUTHORIZED,
   type CallerRequest,
@@ -5,11 +6,6 @@ import {
   type OperationResult,
   type OperationSession,
 } from './executor.js';
-
-/** The upstream gateway could not be reached, was too slow, or answered something that is not GraphQL. */
-export class UpstreamUnavailableError extends Error {
-  override readonly name = 'UpstreamUnavailableError';
-}
 
 const CONFIRM_CALLER = { text: 'query ConfirmCaller { __typename }', name: 'ConfirmCaller' };
 
@@ -38,7 +34,7 @@ export function remoteExecutor(upstream: URL, timeoutMs: number): OperationExecu
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {
-      throw new UpstreamUnavailableError(`upstream ${upstream.origin} did not answer`, { cause: error });
+      throw upstreamUnavailable(`upstream ${upstream.origin} did not answer`, error);
     }
     if (response.status === 401) return UNAUTHORIZED;
     try {
@@ -46,9 +42,7 @@ export function remoteExecutor(upstream: URL, timeoutMs: number): OperationExecu
       if (typeof body !== 'object' || body === null || (!('data' in body) && !('errors' in body))) throw new Error('not a GraphQL response');
       return body;
     } catch (error) {
-      throw new UpstreamUnavailableError(`upstream ${upstream.origin} answered ${response.status} without a GraphQL body`, {
-        cause: error,
-      });
+      throw upstreamUnavailable(`upstream ${upstream.origin} answered ${response.status} without a GraphQL body`, error);
     }
   }
 

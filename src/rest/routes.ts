@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import { MAX_PAGE_SIZE } from '../limits.js';
 import { userErrors } from '../shared/user-error.js';
 import {
   BuyDocument,
@@ -6,15 +8,30 @@ import {
   ListConversationsDocument,
   LoadConversationDocument,
   QuotaDocument,
+  type LoadConversationQuery,
 } from './generated/operations.js';
-import { arrayOf, boolean, constant, integer, number, object, string } from './json-schema.js';
-import { idInput, noInput, quotaBodyInput } from './legacy-input.js';
-import { defineRoute, type RestRoute } from './route.js';
+import { conversationIdQuery, purchaseBody } from './inputs.js';
+import { defineRoute, failed, failureBody, succeeded, type RestRoute } from './route.js';
 
-const failure = (field: 'message' | 'error') => object({ status: constant(false), [field]: string });
+const message = z.object({ role: z.string(), content: z.string() });
 
-const legacyConversation = (messages: Record<string, unknown>) =>
-  object({ id: integer, user_id: integer, name: string, message: messages, model: string, enable_web: boolean });
+/** A conversation in the legacy shape; `message` is null in lists and the messages in a load. */
+const legacyConversation = <M extends z.ZodType>(messages: M) =>
+  z.object({
+    id: z.int32(),
+    user_id: z.int32(),
+    name: z.string(),
+    message: messages,
+    model: z.string(),
+    enable_web: z.boolean(),
+  });
+
+type Conversation = Omit<NonNullable<LoadConversationQuery['conversation']>, 'messages'>;
+
+function toLegacy<M>(conversation: Conversation, messages: M) {
+  const { id, userId, name, model, enableWeb } = conversation;
+  return { id, user_id: userId, name, message: messages, model, enable_web: enableWeb };
+}
 
 /**
  * The legacy REST API: one entry per documented endpoint (spec §4). Bodies keep
@@ -27,25 +44,17 @@ export const legacyRoutes: RestRoute[] = [
     summary: 'List the 100 most recent conversations of the caller, newest first',
     operation: ListConversationsDocument,
     failureField: 'message',
-    input: noInput,
-    respond: ({ conversations }) => ({
-      status: true,
-      message: '',
-      data: conversations.nodes.map((conversation) => ({
-        id: conversation.id,
-        user_id: conversation.userId,
-        name: conversation.name,
-        message: null,
-        model: conversation.model,
-        enable_web: conversation.enableWeb,
-      })),
-    }),
-    answers: {
-      oneOf: [
-        object({ status: constant(true), message: constant(''), data: { ...arrayOf(legacyConversation(constant(null))), maxItems: 100 } }),
-        failure('message'),
-      ],
-    },
+    input: { from: 'nothing' },
+    answers: z.union([
+      z.object({
+        status: z.literal(true),
+        message: z.literal(''),
+        data: z.array(legacyConversation(z.null())).max(MAX_PAGE_SIZE),
+      }),
+      failureBody('message'),
+    ]),
+    respond: ({ conversations }) =>
+      succeeded({ message: '', data: conversations.nodes.map((conversation) => toLegacy(conversation, null)) }),
   }),
   defineRoute({
     method: 'GET',
@@ -53,32 +62,18 @@ export const legacyRoutes: RestRoute[] = [
     summary: 'Load one conversation with its messages',
     operation: LoadConversationDocument,
     failureField: 'message',
-    input: idInput,
+    input: { from: 'query', schema: conversationIdQuery },
+    answers: z.union([
+      z.object({ status: z.literal(true), message: z.literal('success'), data: legacyConversation(z.array(message)) }),
+      failureBody('message'),
+    ]),
     respond: ({ conversation }) =>
       conversation === null
-        ? { status: false, message: userErrors.conversationNotFound.message }
-        : {
-            status: true,
+        ? failed('message', userErrors.conversationNotFound.message)
+        : succeeded({
             message: 'success',
-            data: {
-              id: conversation.id,
-              user_id: conversation.userId,
-              name: conversation.name,
-              message: conversation.messages.map(({ role, content }) => ({ role, content })),
-              model: conversation.model,
-              enable_web: conversation.enableWeb,
-            },
-          },
-    answers: {
-      oneOf: [
-        object({
-          status: constant(true),
-          message: constant('success'),
-          data: legacyConversation(arrayOf(object({ role: string, content: string }))),
-        }),
-        failure('message'),
-      ],
-    },
+            data: toLegacy(conversation, conversation.messages.map(({ role, content }) => ({ role, content }))),
+          }),
   }),
   defineRoute({
     method: 'GET',
@@ -86,10 +81,9 @@ export const legacyRoutes: RestRoute[] = [
     summary: 'Delete one conversation',
     operation: DeleteConversationDocument,
     failureField: 'message',
-    input: idInput,
-    respond: ({ deleteConversation }) =>
-      deleteConversation.ok ? { status: true } : { status: false, message: deleteConversation.error?.message },
-    answers: { oneOf: [object({ status: constant(true) }), failure('message')] },
+    input: { from: 'query', schema: conversationIdQuery },
+    answers: z.union([z.object({ status: z.literal(true) }), failureBody('message')]),
+    respond: ({ deleteConversation: { ok, error } }) => (ok ? succeeded({}) : failed('message', error!.message)),
   }),
   defineRoute({
     method: 'GET',
@@ -97,9 +91,9 @@ export const legacyRoutes: RestRoute[] = [
     summary: 'Query the balance in points',
     operation: QuotaDocument,
     failureField: 'error',
-    input: noInput,
-    respond: ({ quota }) => ({ status: true, quota }),
-    answers: { oneOf: [object({ status: constant(true), quota: number }), failure('error')] },
+    input: { from: 'nothing' },
+    answers: z.union([z.object({ status: z.literal(true), quota: z.number() }), failureBody('error')]),
+    respond: ({ quota }) => succeeded({ quota }),
   }),
   defineRoute({
     method: 'POST',
@@ -107,9 +101,9 @@ export const legacyRoutes: RestRoute[] = [
     summary: 'Buy points, paid from the wallet at the SSO provider (official deployment only)',
     operation: BuyDocument,
     failureField: 'error',
-    input: quotaBodyInput,
-    respond: ({ buy }) => (buy.ok ? { status: true, error: 'success' } : { status: false, error: buy.error?.message }),
-    answers: { oneOf: [object({ status: constant(true), error: constant('success') }), failure('error')] },
+    input: { from: 'json-body', schema: purchaseBody },
+    answers: z.union([z.object({ status: z.literal(true), error: z.literal('success') }), failureBody('error')]),
+    respond: ({ buy: { ok, error } }) => (ok ? succeeded({ error: 'success' }) : failed('error', error!.message)),
   }),
   defineRoute({
     method: 'GET',
@@ -117,10 +111,11 @@ export const legacyRoutes: RestRoute[] = [
     summary: 'Query the gift package status, claiming it when eligible (official deployment only)',
     operation: GiftPackageDocument,
     failureField: 'error',
-    input: noInput,
-    respond: ({ giftPackage }) => ({ status: true, data: { cert: giftPackage.cert, teenager: giftPackage.teenager } }),
-    answers: {
-      oneOf: [object({ status: constant(true), data: object({ cert: boolean, teenager: boolean }) }), failure('error')],
-    },
+    input: { from: 'nothing' },
+    answers: z.union([
+      z.object({ status: z.literal(true), data: z.object({ cert: z.boolean(), teenager: z.boolean() }) }),
+      failureBody('error'),
+    ]),
+    respond: ({ giftPackage: { cert, teenager } }) => succeeded({ data: { cert, teenager } }),
   }),
 ];

@@ -1,12 +1,12 @@
 import express, { type Express } from 'express';
-import { buildSchema } from '../graphql/schema.js';
 import type { TrustProxy } from '../config.js';
+import { buildSchema } from '../graphql/schema.js';
+import { legacyFailures, noSuchPath } from '../http/failures.js';
 import type { Logger } from '../logger.js';
-import { internalError, notFound } from '../http/fallback.js';
-import { assignRequestId } from '../http/request-id.js';
+import { requestLogging } from '../observability/request-log.js';
 import { securityHeaders } from '../security/http-headers.js';
 import { prepareRoutes } from './executor.js';
-import { createLegacyRouter } from './legacy-router.js';
+import { legacyEndpoints } from './legacy-router.js';
 import { remoteExecutor } from './remote-executor.js';
 import { legacyRoutes } from './routes.js';
 
@@ -25,13 +25,14 @@ export function createSidecarApp(options: SidecarOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', options.trustProxy);
-  app.use(securityHeaders, assignRequestId);
+  // Request ids (forwarded upstream, so one id runs through both logs); the gateway logs the requests.
+  app.use(securityHeaders, requestLogging(options.logger, { log: false }));
   app.get('/healthz', (_request, response) => {
     response.json({ status: 'ok' });
   });
+  // The gateway limits callers itself, and its refusals are answered like local ones.
   const routes = prepareRoutes(legacyRoutes, buildSchema());
-  app.use(createLegacyRouter(routes, remoteExecutor(options.upstream, options.timeoutMs)));
-  app.use(notFound);
-  app.use(internalError(options.logger));
+  app.use(...legacyEndpoints(routes, remoteExecutor(options.upstream, options.timeoutMs), { afterAuthentication: [] }));
+  app.use(noSuchPath, legacyFailures('error'));
   return app;
 }

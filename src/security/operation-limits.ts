@@ -1,7 +1,7 @@
 import type { ApolloServerOptions, ApolloServerPlugin, BaseContext } from '@apollo/server';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
-import { GraphQLError } from 'graphql';
-import { MAX_PAGE_SIZE } from '../conversations/conversation.service.js';
+import { invalidOperation } from '../errors.js';
+import { MAX_PAGE_SIZE } from '../limits.js';
 import { operationCost, type CostModel } from './operation-cost.js';
 
 /**
@@ -61,9 +61,7 @@ function costLimitPlugin<TContext extends BaseContext>(): ApolloServerPlugin<TCo
           if (operation === undefined) return;
           const cost = operationCost(schema, document, operation, request.variables, COST_MODEL);
           if (cost !== null && cost > OPERATION_LIMITS.cost) {
-            throw new GraphQLError(`Operation cost limit of ${OPERATION_LIMITS.cost} exceeded, found ${cost}.`, {
-              extensions: { code: 'GRAPHQL_VALIDATION_FAILED', http: { status: 400 } },
-            });
+            throw invalidOperation(`Operation cost limit of ${OPERATION_LIMITS.cost} exceeded, found ${cost}.`);
           }
         },
       };

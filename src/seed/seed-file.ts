@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { pointsToUnits } from '../accounts/points.js';
+import type { AccountStore } from '../accounts/account.store.js';
 import { hashApiKey, API_KEY_PREFIX } from '../auth/api-key.js';
-import type { Stores } from '../context.js';
+import type { ConversationStore } from '../conversations/conversation.store.js';
 
 const id = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 
@@ -34,6 +35,12 @@ const seedSchema = z.object({
 
 export type SeedData = z.input<typeof seedSchema>;
 
+/** Where seed data goes: the accounts and conversations domains (`createAccounts`, `createConversations`). */
+export interface SeedTarget {
+  accounts: { store: AccountStore };
+  conversations: { store: ConversationStore };
+}
+
 export async function readSeedFile(path: string): Promise<SeedData> {
   return JSON.parse(await readFile(path, 'utf8')) as SeedData;
 }
@@ -43,20 +50,20 @@ export async function readSeedFile(path: string): Promise<SeedData> {
  * conversations upserted by (userId, id), and each user's id sequence moved
  * past the highest id loaded.
  */
-export async function loadSeed(stores: Stores, data: SeedData): Promise<{ users: number; conversations: number }> {
+export async function loadSeed({ accounts, conversations }: SeedTarget, data: SeedData): Promise<{ users: number; conversations: number }> {
   const seed = seedSchema.parse(data);
   const knownUsers = new Set(seed.users.map((user) => user.id));
   for (const user of seed.users) {
-    await stores.accounts.upsertUser({ id: user.id, username: user.username, balanceUnits: pointsToUnits(user.quota) });
-    for (const key of user.apiKeys) await stores.accounts.addApiKey(hashApiKey(key), user.id);
+    await accounts.store.upsertUser({ id: user.id, username: user.username, balanceUnits: pointsToUnits(user.quota) });
+    for (const key of user.apiKeys) await accounts.store.addApiKey(hashApiKey(key), user.id);
   }
   for (const { id: givenId, ...conversation } of seed.conversations) {
     if (!knownUsers.has(conversation.userId)) {
       throw new Error(`seed conversation "${conversation.name}" belongs to user ${conversation.userId}, who is not in the file`);
     }
-    const conversationId = givenId ?? (await stores.accounts.nextConversationId(conversation.userId));
-    await stores.conversations.upsert({ ...conversation, id: conversationId });
-    await stores.accounts.reserveConversationIds(conversation.userId, conversationId);
+    const conversationId = givenId ?? (await accounts.store.nextConversationId(conversation.userId));
+    await conversations.store.upsert({ ...conversation, id: conversationId });
+    await accounts.store.reserveConversationIds(conversation.userId, conversationId);
   }
   return { users: seed.users.length, conversations: seed.conversations.length };
 }

@@ -1,13 +1,9 @@
+import type { UserError } from '../graphql/generated/resolvers.js';
+
 /**
  * Expected outcomes that are not successes. They travel as data (`ok:false`
- * plus a `UserError`), and their `message` is the legacy REST text.
+ * plus a `UserError`, whose codes the schema lists), and their `message` is the legacy REST text.
  */
-export type UserErrorCode = 'NOT_FOUND' | 'INVALID_INPUT' | 'INSUFFICIENT_FUNDS' | 'UNAVAILABLE';
-
-export interface UserError {
-  code: UserErrorCode;
-  message: string;
-}
 
 export const userErrors = {
   conversationNotFound: { code: 'NOT_FOUND', message: 'conversation not found' },

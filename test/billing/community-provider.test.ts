@@ -37,6 +37,6 @@ describe('the community deployment and the SSO provider', () => {
 
     expect(stub.calls).toEqual([]);
     expect(stub.wallet('alice')).toBe(100);
-    expect(await gateway.database.models.purchases.countDocuments()).toBe(0);
+    expect(await gateway.models.purchases.countDocuments()).toBe(0);
   });
 });

@@ -68,11 +68,11 @@ describe('balances after thousands of operations', () => {
     expect(answers.filter((text) => ![SUCCESS, NOT_ENOUGH_MONEY, PROVIDER_UNAVAILABLE].includes(text))).toEqual([]);
     expect(answers.filter((text) => text === NOT_ENOUGH_MONEY).length).toBeGreaterThan(0);
     await eventually(
-      async () => ((await gateway.database.models.purchases.countDocuments({ state: 'pending' })) === 0 ? true : undefined),
+      async () => ((await gateway.models.purchases.countDocuments({ state: 'pending' })) === 0 ? true : undefined),
       30_000,
       'every purchase to be settled',
     );
-    const purchases = await gateway.database.models.purchases.find({}, { _id: 0, orderId: 1, userId: 1, quota: 1, state: 1 }).lean();
+    const purchases = await gateway.models.purchases.find({}, { _id: 0, orderId: 1, userId: 1, quota: 1, state: 1 }).lean();
     expect(purchases).toHaveLength(BUYS);
     const paid = new Set(stub.paidOrders());
     const credited = purchases.filter((purchase) => purchase.state === 'credited');

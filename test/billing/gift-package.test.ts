@@ -39,7 +39,7 @@ afterAll(async () => {
 });
 
 const grantsOf = (userId: number) =>
-  gateway.database.models.giftGrants.find({ userId }, { _id: 0, gift: 1, points: 1, credited: 1 }).sort({ gift: 1 }).lean();
+  gateway.models.giftGrants.find({ userId }, { _id: 0, gift: 1, points: 1, credited: 1 }).sort({ gift: 1 }).lean();
 
 describe('the gift package on the official deployment', () => {
   it('answers the provider’s flags byte for byte and grants 50 points once for certification', async () => {
@@ -135,7 +135,7 @@ describe('the gift package on the official deployment', () => {
 
   it('completes a grant whose credit was cut off by a crash, once', async () => {
     // What a crash right after the grant record was written leaves behind.
-    await gateway.database.models.giftGrants.create({ userId: 6, gift: 'cert', points: 50, credited: false });
+    await gateway.models.giftGrants.create({ userId: 6, gift: 'cert', points: 50, credited: false });
 
     await Promise.all(Array.from({ length: 5 }, () => rest(gateway, token(6), '/package')));
 

@@ -71,11 +71,11 @@ export const NOT_ENOUGH_MONEY = '{"status":false,"error":"not enough money"}';
 export const PROVIDER_UNAVAILABLE = '{"status":false,"error":"payment provider unavailable, try again later"}';
 
 export function purchasesOf(gateway: TestGateway, userId: number): Promise<PurchaseRecord[]> {
-  return gateway.database.models.purchases.find({ userId }).sort({ createdAt: 1 }).lean<PurchaseRecord[]>();
+  return gateway.models.purchases.find({ userId }).sort({ createdAt: 1 }).lean<PurchaseRecord[]>();
 }
 
 export async function userRecord(gateway: TestGateway, userId: number): Promise<UserRecord | null> {
-  return gateway.database.models.users.findOne({ id: userId }).lean<UserRecord>();
+  return gateway.models.users.findOne({ id: userId }).lean<UserRecord>();
 }
 
 /** Calls of the stub to one path. */

@@ -68,7 +68,7 @@ describe('the settlement sweep', () => {
     const [purchase] = await purchasesOf(gateway, 1);
 
     // What a crash between the credit and the purchase's final state leaves behind, once its lease ran out.
-    await gateway.database.models.purchases.updateOne(
+    await gateway.models.purchases.updateOne(
       { orderId: purchase!.orderId },
       { $set: { state: 'pending', leaseUntil: new Date(0) } },
     );
@@ -101,7 +101,7 @@ describe('the settlement sweep', () => {
     const service = await startService(config, createLogger(config));
     let stopped = false;
     cleanups.push(async () => stopped || service.stop());
-    await loadSeed(service.database.stores, { users: [{ id: 1, username: 'pavel', quota: 0 }] });
+    await loadSeed(service.domains, { users: [{ id: 1, username: 'pavel', quota: 0 }] });
     const token = await signAccessToken(secretKey(TEST_JWT_SECRET), 1);
     // Every answer arrives after 250 ms (within the 1 s timeout), and both payment answers are lost.
     stub.setFaults({ loseNextPaymentAnswers: 2, delayMs: 250 });

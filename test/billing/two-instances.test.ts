@@ -79,7 +79,7 @@ describe('two gateway instances on one database', () => {
 
     expect(new Set(answers.map((answer) => answer.text))).toEqual(new Set(['{"status":true,"data":{"cert":true,"teenager":true}}']));
     expect(await quotaOf(second, token(2))).toBe(201);
-    expect(await first.database.models.giftGrants.countDocuments({ userId: 2 })).toBe(2);
+    expect(await first.models.giftGrants.countDocuments({ userId: 2 })).toBe(2);
   });
 
   it('credit purchases whose answers were lost exactly once while both sweep and read at once', async () => {

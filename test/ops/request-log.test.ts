@@ -13,7 +13,7 @@ let token: string;
 
 beforeAll(async () => {
   gateway = await startGatewayWithCapturedLog();
-  await loadSeed(gateway.database.stores, {
+  await loadSeed(gateway.domains, {
     users: [{ id: 7, username: 'alice', quota: 3, apiKeys: [API_KEY] }],
     conversations: [
       { userId: 7, id: 1, name: SECRET_NAME, model: 'gpt-4o', enableWeb: false, messages: [{ role: 'user', content: SECRET_CONTENT }] },

@@ -33,7 +33,7 @@ let bobBefore: unknown;
 let requests = 0;
 
 async function snapshotOf(userId: number) {
-  const { conversations, users } = gateway.database.models;
+  const { conversations, users } = gateway.models;
   return {
     conversations: await conversations.find({ userId }, { _id: 0 }).sort({ id: 1 }).lean(),
     user: await users.findOne({ id: userId }, { _id: 0 }).lean(),

@@ -1,14 +1,13 @@
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { parse, print } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Authenticator } from '../../src/auth/authenticator.js';
-import { createApolloServer } from '../../src/graphql/apollo.js';
-import { buildSchema } from '../../src/graphql/schema.js';
-import { inProcessExecutor } from '../../src/rest/in-process-executor.js';
+import { z } from 'zod';
+import { defineRoute, succeeded } from '../../src/rest/route.js';
 import { legacyRoutes } from '../../src/rest/routes.js';
 import { OPERATION_LIMITS } from '../../src/security/operation-limits.js';
-import { secretKey } from '../../src/auth/access-token.js';
-import { startTestGateway, TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
-import { json, postGraphql, type RawAnswer } from './http.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { sample, scrapeMetrics } from '../support/metrics.js';
+import { json, postGraphql, send, type RawAnswer } from './http.js';
 
 const ALICE = 1;
 
@@ -198,22 +197,53 @@ describe('hostile documents are refused fast', () => {
 });
 
 describe('the REST layer', () => {
-  it('runs its operations through the same limits as /graphql', async () => {
-    // The executor the REST layer uses, on a server built by the same factory as the gateway's.
-    const apollo = createApolloServer(buildSchema(), { production: false });
-    await apollo.start();
+  /** A route of the real app that runs `query` and answers its data as `{"status":true,"data":…}`. */
+  const routeRunning = (path: string, query: string) =>
+    defineRoute({
+      method: 'GET',
+      path,
+      summary: path,
+      operation: parse(query) as TypedDocumentNode<Record<string, unknown>, Record<string, never>>,
+      failureField: 'error',
+      input: { from: 'nothing' },
+      answers: z.object({ status: z.literal(true), data: z.record(z.string(), z.unknown()) }),
+      respond: (data) => succeeded({ data }),
+    });
+  const aliases = (count: number) => `query Aliases { ${repeat(count, (i) => `a${i}: quota`)} }`;
+  const twoPages = (first: number) =>
+    `query Pages { a: conversations(first: ${first}) { nodes { id name messages { role content } } } b: conversations(first: ${first}) { nodes { id name messages { role content } } } }`;
+
+  it('runs its operations through the same limits as /graphql, refusing them before any resolver runs', async () => {
+    const rest = await startTestGateway({}, {
+      restRoutes: [
+        routeRunning('/aliases/15', aliases(15)),
+        routeRunning('/aliases/16', aliases(16)),
+        routeRunning('/pages/10', twoPages(10)),
+        routeRunning('/pages/100', twoPages(100)),
+      ],
+    });
     try {
-      const executor = inProcessExecutor(apollo, new Authenticator(secretKey(TEST_JWT_SECRET), gateway.database.stores.accounts), { stores: gateway.database.stores, officialBilling: undefined });
-      const session = (await executor.open({ authorization, requestId: 'limits-test', clientAddress: undefined }))!;
-      const aliased = `query Aliased { ${repeat(16, (i) => `a${i}: quota`)} }`;
-      const result = await session.run({ document: parse(aliased), text: aliased, name: 'Aliased' }, {});
-      expect(result).toMatchObject({ errors: [{ extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }] });
-      const costly = `query Costly { a: conversations { nodes { id name messages { role content } } } b: conversations { nodes { id name messages { role content } } } }`;
-      expect(await session.run({ document: parse(costly), text: costly, name: 'Costly' }, {})).toMatchObject({
-        errors: [{ message: expect.stringMatching(/Operation cost limit/) }],
-      });
+      await rest.seed({ users: [{ id: ALICE, username: 'alice', quota: 12.5 }] });
+      const headers = { authorization: `Bearer ${await rest.token(ALICE)}` };
+      for (const path of ['/aliases/15', '/pages/10']) {
+        const answer = await send(rest.url, { path, headers });
+        expect(answer.status, answer.text).toBe(200);
+        expect(json(answer).status).toBe(true);
+      }
+      for (const path of ['/aliases/16', '/pages/100']) {
+        const refusals = sample(await scrapeMetrics(rest.url), 'graphql_errors_total', { code: 'GRAPHQL_VALIDATION_FAILED' });
+        let answer!: RawAnswer;
+        const commands = await rest.commandsDuring(async () => {
+          answer = await send(rest.url, { path, headers });
+        });
+        // The REST layer's own operations never fail validation: a refusal is its internal error.
+        expect(answer.status).toBe(500);
+        expect(json(answer)).toEqual({ status: false, error: 'internal error', request_id: answer.headers['x-request-id'] });
+        expect(commands).toEqual([]);
+        expect(sample(await scrapeMetrics(rest.url), 'graphql_errors_total', { code: 'GRAPHQL_VALIDATION_FAILED' })).toBe(refusals + 1);
+      }
     } finally {
-      await apollo.stop();
+      await rest.stop();
     }
   });
 

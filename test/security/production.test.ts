@@ -15,7 +15,7 @@ async function startWithBrokenConversation(environment: Record<string, string>) 
     users: [{ id: ALICE, username: 'alice', quota: 12.5 }],
     conversations: [{ userId: ALICE, id: 1, name: 'Trip plan', model: 'gpt-4o', messages: [] }],
   });
-  await gateway.database.models.conversations.collection.insertOne({ userId: ALICE, id: BROKEN, model: 'gpt-4o', enableWeb: false, messages: [] });
+  await gateway.models.conversations.collection.insertOne({ userId: ALICE, id: BROKEN, model: 'gpt-4o', enableWeb: false, messages: [] });
   return gateway;
 }
 

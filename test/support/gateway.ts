@@ -3,13 +3,15 @@ import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { loadSeed, type SeedData } from '../../src/seed/seed-file.js';
-import { startService, type RunningService } from '../../src/service.js';
+import { startService, type Domains, type RunningService, type ServiceOptions } from '../../src/service.js';
 import { startTestDatabase, type TestDatabase } from './database.js';
 
 export const TEST_JWT_SECRET = 'a-test-secret-of-some-length-0123456789';
 
 export interface TestGateway extends RunningService {
   testDatabase: TestDatabase;
+  /** Every domain's Mongoose models, for looking at (or breaking) what is stored. */
+  models: Domains['accounts']['models'] & Domains['conversations']['models'] & Domains['billing']['models'];
   /** A valid access token for `userId`. */
   token(userId: number): Promise<string>;
   seed(data: SeedData): Promise<void>;
@@ -18,7 +20,7 @@ export interface TestGateway extends RunningService {
 }
 
 /** The real service, on a fresh test database, listening on 127.0.0.1 on a free port. */
-export async function startTestGateway(environment: Record<string, string> = {}): Promise<TestGateway> {
+export async function startTestGateway(environment: Record<string, string> = {}, options: ServiceOptions = {}): Promise<TestGateway> {
   const testDatabase = await startTestDatabase();
   const config = loadConfig({
     PORT: '0',
@@ -29,14 +31,16 @@ export async function startTestGateway(environment: Record<string, string> = {})
     RATE_LIMIT: '0',
     ...environment,
   });
-  const service = await startService(config, createLogger(config));
+  const service = await startService(config, createLogger(config), options);
   const key = secretKey(TEST_JWT_SECRET);
+  const { accounts, conversations, billing } = service.domains;
   return {
     ...service,
     testDatabase,
+    models: { ...accounts.models, ...conversations.models, ...billing.models },
     token: (userId) => signAccessToken(key, userId),
     seed: async (data) => {
-      await loadSeed(service.database.stores, data);
+      await loadSeed(service.domains, data);
     },
     async commandsDuring(work) {
       const seen: string[] = [];

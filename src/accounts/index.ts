@@ -1,0 +1,12 @@
+import type { Connection } from 'mongoose';
+import { AccountStore } from './account.store.js';
+import { apiKeyModel } from './api-key.model.js';
+import { userModel } from './user.model.js';
+
+/** Users, their balances and API keys. */
+export function createAccounts(connection: Connection) {
+  const models = { users: userModel(connection), apiKeys: apiKeyModel(connection) };
+  return { models, store: new AccountStore(models.users, models.apiKeys) };
+}
+
+export type Accounts = ReturnType<typeof createAccounts>;

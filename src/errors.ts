@@ -1,0 +1,263 @@
+import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
+import { ApolloServerErrorCode } from '@apollo/server/errors';
+import { GraphQLError, type ExecutionResult, type GraphQLFormattedError } from 'graphql';
+import {
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+} from 'mongodb';
+
+/**
+ * Failures: the closed set of ways a request fails, each with its code and HTTP status,
+ * and the two renderers that turn one into an answer (GraphQL, legacy REST body).
+ * Nothing else decides a failure's status or body. Expected outcomes (not found, wallet
+ * too low, bad quota, not on this deployment for buy) are not failures: they are data,
+ * `ok: false` with a `UserError` (`shared/user-error.ts`).
+ */
+
+const SERVICE_UNAVAILABLE_TEXT = 'service temporarily unavailable, try again later';
+const INTERNAL_MESSAGE = 'internal server error';
+
+interface Kind {
+  code: string;
+  /** The answer's HTTP status; 200 for a failure raised by one field, which leaves the status to the rest of the answer. */
+  status: number;
+  /** The legacy API reports unreadable bodies and bad input as `status: false` with HTTP 200 (CONTRACT §5). */
+  legacyStatus?: number;
+  /** The legacy API's own sentence, where it differs from the GraphQL message. */
+  legacyText?: string;
+}
+
+const KINDS = {
+  unauthenticated: { code: 'UNAUTHENTICATED', status: 401, legacyText: 'unauthorized' },
+  rateLimited: { code: 'RATE_LIMITED', status: 429 },
+  badRequest: { code: ApolloServerErrorCode.BAD_REQUEST, status: 400, legacyStatus: 200 },
+  payloadTooLarge: { code: ApolloServerErrorCode.BAD_REQUEST, status: 413, legacyText: 'request body too large' },
+  unsupportedMediaType: { code: ApolloServerErrorCode.BAD_REQUEST, status: 415, legacyStatus: 200 },
+  invalidOperation: { code: ApolloServerErrorCode.GRAPHQL_VALIDATION_FAILED, status: 400 },
+  badUserInput: { code: ApolloServerErrorCode.BAD_USER_INPUT, status: 200 },
+  notAvailable: { code: 'UNAVAILABLE', status: 200 },
+  databaseUnavailable: { code: 'DATABASE_UNAVAILABLE', status: 503, legacyText: SERVICE_UNAVAILABLE_TEXT },
+  upstreamUnavailable: { code: 'UPSTREAM_UNAVAILABLE', status: 503, legacyText: SERVICE_UNAVAILABLE_TEXT },
+  noSuchEndpoint: { code: 'NOT_FOUND', status: 404 },
+  methodNotAllowed: { code: 'METHOD_NOT_ALLOWED', status: 405 },
+  internal: { code: ApolloServerErrorCode.INTERNAL_SERVER_ERROR, status: 500, legacyText: 'internal error' },
+} as const satisfies Record<string, Kind>;
+
+type FailureKind = keyof typeof KINDS;
+
+/**
+ * A failure of a known kind. It is a GraphQLError whose `extensions` carry the code and,
+ * in `http`, the status and headers, so Apollo Server answers it as it is when a resolver
+ * throws it; the HTTP steps around GraphQL throw it too, and a renderer answers it.
+ */
+export class Failure extends GraphQLError {
+  /** HTTP headers its answer carries, whatever the surface. */
+  readonly headers: Record<string, string>;
+
+  constructor(
+    readonly kind: FailureKind,
+    message: string,
+    options: { details?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    const { code, status } = KINDS[kind];
+    const headers = options.headers ?? {};
+    super(message, {
+      originalError: options.cause instanceof Error ? options.cause : undefined,
+      extensions: { code, ...options.details, ...(status !== 200 && { http: { status, headers: new Map(Object.entries(headers)) } }) },
+    });
+    this.name = 'Failure';
+    this.headers = headers;
+  }
+}
+
+/** `realm` names a protection space of its own, such as the metrics. */
+export const unauthenticated = (realm?: string) =>
+  new Failure('unauthenticated', 'missing or invalid credentials', {
+    headers: { 'WWW-Authenticate': realm === undefined ? 'Bearer' : `Bearer realm="${realm}"` },
+  });
+
+export const rateLimited = (retryAfterSeconds: number) =>
+  new Failure('rateLimited', 'too many requests', {
+    details: { retryAfter: retryAfterSeconds },
+    headers: { 'Retry-After': String(retryAfterSeconds) },
+  });
+
+/** The request itself cannot be read (not JSON, cut short). */
+export const badRequest = (message: string) => new Failure('badRequest', message);
+
+export const payloadTooLarge = (limitBytes: number) =>
+  new Failure('payloadTooLarge', `request body is larger than the limit of ${limitBytes} bytes`);
+
+export const unsupportedMediaType = () => new Failure('unsupportedMediaType', 'request body could not be read');
+
+/** An operation that validation lets through but a limit refuses (its cost), as Apollo Server refuses invalid ones. */
+export const invalidOperation = (message: string) => new Failure('invalidOperation', message);
+
+/** An argument or input value breaks a rule the schema cannot state. */
+export const badUserInput = (message: string) => new Failure('badUserInput', message);
+
+/** A feature the caller asked for cannot be served: not offered on this deployment, or its provider is down. */
+export const notAvailable = (message: string) => new Failure('notAvailable', message);
+
+export const databaseUnavailable = (cause?: unknown) =>
+  new Failure('databaseUnavailable', 'database unavailable, try again later', { cause });
+
+/** The remote GraphQL endpoint of a REST sidecar did not answer, or not with GraphQL. */
+export const upstreamUnavailable = (message: string, cause?: unknown) => new Failure('upstreamUnavailable', message, { cause });
+
+export const noSuchEndpoint = (method: string, path: string) => new Failure('noSuchEndpoint', `no such endpoint: ${method} ${path}`);
+
+export const methodNotAllowed = (allowed: string) =>
+  new Failure('methodNotAllowed', `method not allowed; use ${allowed}`, { headers: { Allow: allowed } });
+
+/** Anything unexpected: a bug, or a failure nobody foresaw. Its message never reaches a client. */
+export const internal = (cause: unknown) => new Failure('internal', INTERNAL_MESSAGE, { cause });
+
+/** Server codes meaning "this server cannot serve right now" (shutting down, stepping down, not primary). */
+const UNAVAILABLE_SERVER_CODES = new Set([91, 189, 10107, 11600, 11602, 13435, 13436]);
+
+/** Whether an error means the database cannot be reached or cannot serve right now, rather than a bug. */
+function isDatabaseUnavailable(error: unknown): boolean {
+  return (
+    error instanceof MongoNetworkError ||
+    error instanceof MongoServerSelectionError ||
+    error instanceof MongoTopologyClosedError ||
+    error instanceof MongoNotConnectedError ||
+    (error instanceof MongoServerError && UNAVAILABLE_SERVER_CODES.has(Number(error.code)))
+  );
+}
+
+/** The failure anything thrown while serving a request stands for. */
+export function failureOf(error: unknown): Failure {
+  if (error instanceof Failure) return error;
+  if (isDatabaseUnavailable(error)) return databaseUnavailable(error);
+  // body-parser's errors carry a 4xx `status`, a `type` and, when too large, the `limit` in bytes.
+  const { status, type, limit } = (error ?? {}) as { status?: unknown; type?: unknown; limit?: unknown };
+  if (typeof status !== 'number' || status < 400 || status >= 500) return internal(error);
+  if (status === 413) return payloadTooLarge(Number(limit));
+  if (status === 415) return unsupportedMediaType();
+  return badRequest(type === 'entity.parse.failed' ? 'request body is not valid JSON' : 'request body could not be read');
+}
+
+/**
+ * The errors of an operation's result with the failures they stand for: a resolver that could
+ * not reach the database answers the database-unavailable kind (and so HTTP 503), where it failed.
+ */
+export function withFailureKinds<T extends ExecutionResult>(result: T): T {
+  const unreachable = (error: GraphQLError) => isDatabaseUnavailable(error.originalError);
+  if (!result.errors?.some(unreachable)) return result;
+  const errors = result.errors.map((error) => {
+    if (!unreachable(error)) return error;
+    const { message, extensions } = databaseUnavailable(error.originalError);
+    return Object.assign(new GraphQLError(message, { path: error.path, originalError: error.originalError, extensions }), {
+      locations: error.locations,
+    });
+  });
+  return { ...result, errors };
+}
+
+// ---- GraphQL answers ----------------------------------------------------------------
+
+export interface HttpAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: object;
+}
+
+/** A failure outside any operation (credentials, limits, the request body), as a GraphQL response. */
+export function graphqlAnswer(failure: Failure, requestId: string): HttpAnswer {
+  const { http: _http, ...extensions } = failure.extensions;
+  return {
+    status: KINDS[failure.kind].status,
+    headers: failure.headers,
+    body: { errors: [{ message: failure.message, extensions: failure.kind === 'internal' ? { ...extensions, requestId } : extensions }] },
+  };
+}
+
+const INTERNAL = KINDS.internal.code;
+
+/**
+ * Apollo Server's `formatError` and a plugin: in production an internal error shows only its
+ * code and where it happened (its message may name internals: a driver error, a field that
+ * broke), and every internal error names the request, to be matched with its log line.
+ */
+export function graphqlErrorRendering(production: boolean): {
+  formatError: (formatted: GraphQLFormattedError) => GraphQLFormattedError;
+  plugin: ApolloServerPlugin<BaseContext & { requestId: string }>;
+} {
+  return {
+    formatError: (formatted) =>
+      !production || !isInternal(formatted)
+        ? formatted
+        : { message: INTERNAL_MESSAGE, ...(formatted.path && { path: formatted.path }), extensions: { code: INTERNAL } },
+    plugin: {
+      async requestDidStart() {
+        return {
+          async willSendResponse({ response, contextValue }) {
+            if (response.body.kind !== 'single') return;
+            const result = response.body.singleResult;
+            const { requestId } = contextValue;
+            if (result.errors === undefined) return;
+            result.errors = result.errors.map((error) =>
+              isInternal(error) ? { ...error, extensions: { ...error.extensions, requestId } } : error,
+            );
+          },
+        };
+      },
+    },
+  };
+}
+
+/** The code of a formatted GraphQL error; one without a code is internal, as Apollo Server answers it. */
+export function codeOf(error: GraphQLFormattedError): string {
+  const code = error.extensions?.code;
+  return typeof code === 'string' ? code : INTERNAL;
+}
+
+export function isInternal(error: GraphQLFormattedError): boolean {
+  return codeOf(error) === INTERNAL;
+}
+
+// ---- Legacy REST answers ------------------------------------------------------------
+
+/** Where a legacy endpoint reports failures: `message` for conversations, `error` for quota, buy and package. */
+export type FailureField = 'message' | 'error';
+
+/** A failure as a legacy endpoint answers it: `status: false` and a sentence in its failure field. */
+export function legacyAnswer(failure: Failure, field: FailureField, requestId: string): HttpAnswer {
+  const kind: Kind = KINDS[failure.kind];
+  return {
+    status: kind.legacyStatus ?? kind.status,
+    headers: failure.headers,
+    body: {
+      status: false,
+      [field]: kind.legacyText ?? failure.message,
+      // An internal error names the request, so a report can be matched with its log line.
+      ...(failure.kind === 'internal' && { request_id: requestId }),
+    },
+  };
+}
+
+/**
+ * The failure an operation's error stands for, read back from its answer (in this process or from
+ * a remote gateway). An operation of the REST layer fails in no other expected way: anything else is internal.
+ */
+export function failureOfAnswer(error: GraphQLFormattedError): Failure {
+  switch (codeOf(error)) {
+    case KINDS.rateLimited.code: {
+      const { retryAfter } = error.extensions ?? {};
+      return rateLimited(typeof retryAfter === 'number' && retryAfter >= 1 ? Math.ceil(retryAfter) : 1);
+    }
+    case KINDS.databaseUnavailable.code:
+      return databaseUnavailable();
+    case KINDS.notAvailable.code:
+      return notAvailable(error.message);
+    case KINDS.badUserInput.code:
+      return badUserInput(error.message);
+    default:
+      return internal(new Error(`operation failed: ${error.message}`));
+  }
+}

@@ -1,0 +1,28 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { failureOf, graphqlAnswer, legacyAnswer, noSuchEndpoint, type Failure, type FailureField, type HttpAnswer } from '../errors.js';
+import { requestIdOf } from '../observability/request-log.js';
+import { sendAnswer } from './json-answer.js';
+
+/**
+ * Answers whatever a step of the request threw, rendered for the surface it belongs to.
+ * An unexpected failure is logged first, with its request id, since its answer tells nothing.
+ */
+function answerFailures(render: (failure: Failure, requestId: string) => HttpAnswer): ErrorRequestHandler {
+  return (error: unknown, request, response, next) => {
+    if (response.headersSent) return next(error);
+    const failure = failureOf(error);
+    if (failure.kind === 'internal') request.log.error({ err: failure.originalError ?? error }, 'request failed');
+    sendAnswer(response, render(failure, requestIdOf(request)));
+  };
+}
+
+/** Failures on `/graphql` before Apollo Server runs (credentials, limits, the body), as GraphQL responses. */
+export const graphqlFailures = answerFailures(graphqlAnswer);
+
+/** Failures of a legacy endpoint, in its usual shape; `error` also serves paths that match no endpoint. */
+export const legacyFailures = (field: FailureField) => answerFailures((failure, requestId) => legacyAnswer(failure, field, requestId));
+
+/** Unknown paths answer JSON, like everything else. */
+export const noSuchPath: RequestHandler = (request) => {
+  throw noSuchEndpoint(request.method, request.path);
+};

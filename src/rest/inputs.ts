@@ -1,0 +1,69 @@
+import type { Request } from 'express';
+import { z } from 'zod';
+import { badRequest, badUserInput, type Failure } from '../errors.js';
+import { MAX_PURCHASE, MIN_PURCHASE } from '../billing/billing.service.js';
+import { userErrors } from '../shared/user-error.js';
+import type { RouteInput } from './route.js';
+
+/** GraphQL `Int` is a signed 32-bit integer. */
+const MAX_INT = 2_147_483_647;
+const NOT_AN_OBJECT = 'request body must be a JSON object';
+
+/**
+ * The `id` query parameter: plain decimal digits within `Int`, given once. Nothing from a request
+ * reaches an operation unless it is a plain number: `id[]=1`, `id[$gt]=0`, `id=1&id=2`, `1.5`,
+ * `1e2`, `0x1`, ` 1` are all refused.
+ */
+export const conversationIdQuery = z.object({
+  id: z
+    .string({ error: userErrors.invalidId.message })
+    .regex(/^(0|[1-9][0-9]*)$/, { error: userErrors.invalidId.message })
+    .transform(Number)
+    .pipe(z.number().max(MAX_INT, { error: userErrors.invalidId.message }))
+    .describe(`Conversation identifier: decimal digits, at most ${MAX_INT}, given once.`),
+});
+
+/** The body of a purchase. Other fields are ignored. */
+export const purchaseBody = z.object(
+  {
+    quota: z
+      .int({ error: userErrors.invalidQuota.message })
+      .min(MIN_PURCHASE, { error: userErrors.invalidQuota.message })
+      .max(MAX_PURCHASE, { error: userErrors.invalidQuota.message })
+      .describe('Number of points to buy.'),
+  },
+  { error: NOT_AN_OBJECT },
+);
+
+/** A route's variables from the request, or the failure the endpoint answers instead (HTTP 200, `status: false`). */
+export function readInput<T>(input: RouteInput<T>, request: Request): { variables: T } | { failure: Failure } {
+  if (input.from === 'nothing') return { variables: {} as T };
+  let value: unknown;
+  if (input.from === 'query') {
+    value = queryParameters(new URLSearchParams(request.originalUrl.split('?')[1] ?? ''));
+  } else {
+    const text = typeof request.body === 'string' ? request.body : '';
+    if (text.trim() === '') return { failure: badRequest(NOT_AN_OBJECT) };
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return { failure: badRequest('request body is not valid JSON') };
+    }
+  }
+  const parsed = input.schema.safeParse(value);
+  return parsed.success ? { variables: parsed.data } : { failure: badUserInput(parsed.error.issues[0]!.message) };
+}
+
+/**
+ * Query parameters by name. A name given more than once, or with brackets (`id[]`, `id[$gt]`,
+ * which some frameworks read as arrays and objects), has an array of values, never a single one.
+ */
+function queryParameters(query: URLSearchParams): Record<string, string | string[]> {
+  const parameters: Record<string, string | string[]> = Object.create(null);
+  for (const [key, value] of query) {
+    const name = key.replace(/\[.*$/, '');
+    const earlier = parameters[name] === undefined ? [] : [parameters[name]].flat();
+    parameters[name] = earlier.length === 0 && name === key ? value : [...earlier, value];
+  }
+  return parameters;
+}
