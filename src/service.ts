@@ -96,6 +96,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
     production: config.production,
     httpServer,
     plugins: [metrics.graphqlPlugin, graphqlLog.plugin],
+    observeExecution: metrics.observeExecution,
   });
   await apollo.start();
 

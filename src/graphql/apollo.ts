@@ -12,7 +12,7 @@ import type { GraphQLSchema } from 'graphql';
 import type { RequestContext } from '../context.js';
 import { graphqlErrorRendering } from '../errors.js';
 import { operationLimitOptions } from '../security/operation-limits.js';
-import { compiledExecution } from './compiled-execution.js';
+import { compiledExecution, type ExecutionObserver } from './compiled-execution.js';
 
 /** Once stopping, how long in-flight requests may take before their connections are closed anyway. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -23,6 +23,8 @@ export interface ApolloOptions {
   httpServer: Server;
   /** Metrics and logging. */
   plugins: ApolloServerPlugin<RequestContext>[];
+  /** Told which executor ran each operation. */
+  observeExecution: ExecutionObserver;
 }
 
 export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions): ApolloServer<RequestContext> {
@@ -30,7 +32,7 @@ export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions
   const errors = graphqlErrorRendering(options.production);
   return new ApolloServer<RequestContext>({
     // The schema, with queries run as compiled code (see compiled-execution.ts).
-    gateway: compiledExecution(schema),
+    gateway: compiledExecution(schema, options.observeExecution),
     introspection: !options.production,
     includeStacktraceInErrorResponses: !options.production,
     // No "Did you mean …?" naming fields the caller did not know about.

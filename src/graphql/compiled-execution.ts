@@ -13,6 +13,9 @@ import { withFailureKinds } from '../errors.js';
 
 type Executor = ApolloServerOptionsWithGateway<BaseContext>['gateway'];
 
+/** Told, for each operation executed, whether it ran as compiled code or on graphql-js. */
+export type ExecutionObserver = (executor: 'compiled' | 'graphql-js') => void;
+
 /** A query is compiled the second time it runs, so that one-off documents never pay for compiling. */
 const RUNS_BEFORE_COMPILING = 1;
 
@@ -28,7 +31,7 @@ const RUNS_BEFORE_COMPILING = 1;
  * coerce, and documents graphql-jit cannot compile run on graphql-js's
  * `execute`, so their answers and errors are exactly graphql-js's.
  */
-export function compiledExecution(schema: GraphQLSchema): Executor {
+export function compiledExecution(schema: GraphQLSchema, observe: ExecutionObserver): Executor {
   /** Per operation of a document in Apollo's cache: runs so far, then its compiled form (null: not compilable). */
   const compiled = new WeakMap<OperationDefinitionNode, number | CompiledQuery | null>();
 
@@ -48,6 +51,7 @@ export function compiledExecution(schema: GraphQLSchema): Executor {
   async function run(args: ExecutionArgs, operation: OperationDefinitionNode | undefined): Promise<ExecutionResult> {
     const query =
       operation?.operation === 'query' && variablesCoerce(schema, operation, args.variableValues) ? compiledQuery(operation, args) : null;
+    observe(query === null ? 'graphql-js' : 'compiled');
     if (query === null) return execute(args);
     const result = await query.query(undefined, args.contextValue, args.variableValues ?? {});
     return result.errors ? { ...result, errors: result.errors.map(asGraphQLError) } : result;

@@ -2,6 +2,7 @@ import type { ApolloServerPlugin, BaseContext, GraphQLResponse } from '@apollo/s
 import type { GraphQLFormattedError } from 'graphql';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { codeOf } from '../errors.js';
+import type { ExecutionObserver } from '../graphql/compiled-execution.js';
 
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /** Clients choose operation names; past this many distinct ones, new names are counted as `other`. */
@@ -55,6 +56,17 @@ export function graphqlMetrics(registry: Registry): ApolloServerPlugin<BaseConte
       };
     },
   };
+}
+
+/** Counts executed operations by executor, which shows how many queries run as compiled code. */
+export function graphqlExecutionMetrics(registry: Registry): ExecutionObserver {
+  const executions = new Counter({
+    name: 'graphql_executions_total',
+    help: 'GraphQL operations executed, by executor: graphql-jit compiled code or graphql-js',
+    labelNames: ['executor'] as const,
+    registers: [registry],
+  });
+  return (executor) => executions.inc({ executor });
 }
 
 export function formattedErrorsOf(response: GraphQLResponse): readonly GraphQLFormattedError[] {

@@ -3,7 +3,8 @@ import type { RequestHandler } from 'express';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import type { Database } from '../db/database.js';
 import { databaseMetrics } from './database-metrics.js';
-import { graphqlMetrics } from './graphql-metrics.js';
+import type { ExecutionObserver } from '../graphql/compiled-execution.js';
+import { graphqlExecutionMetrics, graphqlMetrics } from './graphql-metrics.js';
 import { httpMetrics } from './http-metrics.js';
 import { metricsEndpoint } from './metrics-endpoint.js';
 
@@ -12,6 +13,8 @@ export interface GatewayMetrics {
   recordRequests: RequestHandler;
   /** Counts and times every GraphQL operation, from `/graphql` and the REST layer alike. */
   graphqlPlugin: ApolloServerPlugin<BaseContext>;
+  /** Counts operations by the executor that ran them. */
+  observeExecution: ExecutionObserver;
   /** `GET /metrics` in Prometheus text format. */
   endpoint: RequestHandler;
   /** Stops listening to the database driver. */
@@ -25,6 +28,7 @@ export function createMetrics(database: Pick<Database, 'connection' | 'ping'>, t
   return {
     recordRequests: httpMetrics(registry),
     graphqlPlugin: graphqlMetrics(registry),
+    observeExecution: graphqlExecutionMetrics(registry),
     endpoint: metricsEndpoint(registry, token),
     stop: databaseMetrics(registry, database, database.connection.getClient()),
   };

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { sample, scrapeMetrics } from '../support/metrics.js';
 
 let gateway: TestGateway;
 let authorization: string;
@@ -30,27 +31,52 @@ function withoutStacks(body: unknown): string {
   return JSON.stringify(body, (key, value: unknown) => (key === 'stacktrace' ? undefined : value));
 }
 
-/** Queries run interpreted the first time and compiled afterwards; each case runs three times. */
-const cases: [string, string, Record<string, unknown>?][] = [
-  ['a page with messages', '{ conversations(first: 3) { totalCount nodes { id name messages { role content } } pageInfo { hasNextPage endCursor } } }'],
-  ['one conversation by variable', 'query Load($id: Int!) { conversation(id: $id) { id userId name model enableWeb messages { role content } } }', { id: 2 }],
-  ['an unknown conversation', 'query Load($id: Int!) { conversation(id: $id) { id } }', { id: 99 }],
-  ['aliases, fragments, directives and __typename', 'query Q($web: Boolean!) { a: conversation(id: 1) { ...C } b: conversation(id: 2) { ...C enableWeb @include(if: $web) } } fragment C on Conversation { __typename id name @skip(if: $web) }', { web: true }],
-  ['a resolver error', '{ conversations(first: -1) { nodes { id } } }'],
-  ['an error beside data', '{ quota giftPackage { cert } }'],
-  ['a variable that does not coerce', 'query Load($id: Int!) { conversation(id: $id) { id } }', { id: 'seven' }],
-  ['introspection', '{ __type(name: "Message") { name fields { name type { kind ofType { name } } } } }'],
+/** Which executor ran the operations sent meanwhile, from the gateway's metrics. */
+async function executorsDuring(work: () => Promise<unknown>): Promise<{ compiled: number; 'graphql-js': number }> {
+  const count = async () => {
+    const text = await scrapeMetrics(gateway.url);
+    return { compiled: sample(text, 'graphql_executions_total', { executor: 'compiled' }), 'graphql-js': sample(text, 'graphql_executions_total', { executor: 'graphql-js' }) };
+  };
+  const before = await count();
+  await work();
+  const after = await count();
+  return { compiled: after.compiled - before.compiled, 'graphql-js': after['graphql-js'] - before['graphql-js'] };
+}
+
+/**
+ * Queries run interpreted the first time and compiled afterwards; each case runs three times.
+ * The last column says whether the later runs are compiled (a variable that does not coerce never is).
+ */
+const cases: [string, string, Record<string, unknown> | undefined, boolean][] = [
+  ['a page with messages', '{ conversations(first: 3) { totalCount nodes { id name messages { role content } } pageInfo { hasNextPage endCursor } } }', undefined, true],
+  ['one conversation by variable', 'query Load($id: Int!) { conversation(id: $id) { id userId name model enableWeb messages { role content } } }', { id: 2 }, true],
+  ['an unknown conversation', 'query Load($id: Int!) { conversation(id: $id) { id } }', { id: 99 }, true],
+  ['aliases, fragments, directives and __typename', 'query Q($web: Boolean!) { a: conversation(id: 1) { ...C } b: conversation(id: 2) { ...C enableWeb @include(if: $web) } } fragment C on Conversation { __typename id name @skip(if: $web) }', { web: true }, true],
+  ['a resolver error', '{ conversations(first: -1) { nodes { id } } }', undefined, true],
+  ['an error beside data', '{ quota giftPackage { cert } }', undefined, true],
+  ['a variable that does not coerce', 'query Load($id: Int!) { conversation(id: $id) { id } }', { id: 'seven' }, false],
+  ['introspection', '{ __type(name: "Message") { name fields { name type { kind ofType { name } } } } }', undefined, true],
 ];
 
 describe('compiled execution', () => {
-  it.each(cases)('answers %s exactly as the first, interpreted run did', async (_name, query, variables) => {
-    const runs = [];
+  it.each(cases)('answers %s exactly as the first, interpreted run did', async (_name, query, variables, compiles) => {
+    const runs: { status: number; body: string }[] = [];
     for (let run = 0; run < 3; run++) {
-      const { status, body } = await graphql(gateway, query, { authorization, variables });
-      runs.push({ status, body: withoutStacks(body) });
+      const executors = await executorsDuring(async () => {
+        const { status, body } = await graphql(gateway, query, { authorization, variables });
+        runs.push({ status, body: withoutStacks(body) });
+      });
+      expect(executors).toEqual(run === 0 || !compiles ? { compiled: 0, 'graphql-js': 1 } : { compiled: 1, 'graphql-js': 0 });
     }
     expect(runs[1]).toEqual(runs[0]);
     expect(runs[2]).toEqual(runs[0]);
+  });
+
+  it('runs mutations on graphql-js, every time', async () => {
+    for (let run = 0; run < 3; run++) {
+      const executors = await executorsDuring(() => graphql(gateway, 'mutation { deleteConversation(id: 404) { ok } }', { authorization }));
+      expect(executors).toEqual({ compiled: 0, 'graphql-js': 1 });
+    }
   });
 
   it('keeps error codes and locations of resolver errors', async () => {
