@@ -67,6 +67,105 @@ describe('GET /openapi.json', () => {
     });
   }
 
+  /** The documented answer to `method path` with `status`: the operation's, or the document's own for unknown paths and methods. */
+  function described(method: string, path: string, status: number): any {
+    const item = document.paths[path.split('?')[0]!];
+    if (item === undefined) return status === 404 ? document.components.responses.NoSuchEndpoint : undefined;
+    const operation = item[method.toLowerCase()];
+    if (operation === undefined) return status === 405 ? document.components.responses.MethodNotAllowed : undefined;
+    return operation.responses[String(status)];
+  }
+
+  async function expectDescribed(response: Response, method: string, path: string) {
+    const answer = described(method, path, response.status);
+    expect(answer, `status ${response.status} of ${method} ${path} is documented`).toBeDefined();
+    const validate = new Ajv2020({ strict: false }).compile(answer.content['application/json'].schema);
+    const body = await response.json();
+    expect(validate(body), JSON.stringify(validate.errors)).toBe(true);
+    for (const [name, header] of Object.entries<any>(answer.headers ?? {})) {
+      const value = response.headers.get(name);
+      expect(value, `header ${name}`).not.toBeNull();
+      const headerValidate = new Ajv2020({ strict: false }).compile(header.schema);
+      expect(headerValidate(header.schema.type === 'integer' ? Number(value) : value), `header ${name}: ${value}`).toBe(true);
+    }
+  }
+
+  const failures: [name: string, method: string, path: string, body?: string][] = [
+    ['an unknown path', 'GET', '/nowhere'],
+    ['a known path with another method', 'GET', '/buy'],
+    ['a known path with another method', 'POST', '/conversation/list', '{}'],
+    ['a body over the limit', 'POST', '/buy', JSON.stringify({ quota: 1, padding: 'x'.repeat(100 * 1024) })],
+  ];
+  for (const [name, method, path, body] of failures) {
+    it(`describes the answer to ${name}: ${method} ${path}`, async () => {
+      const response = await fetch(`${gateway.url}${path}`, { method, headers: { authorization: `Bearer ${token}` }, body });
+      expect(response.status).toBeGreaterThanOrEqual(400);
+      await expectDescribed(response, method, path);
+    });
+  }
+
+  it('describes the answer to a caller over its rate limit', async () => {
+    const limited = await startTestGateway({ RATE_LIMIT: '1' });
+    try {
+      const authorization = `Bearer ${await limited.token(1)}`;
+      const responses = await Promise.all(Array.from({ length: 10 }, () => fetch(`${limited.url}/quota`, { headers: { authorization } })));
+      const refused = responses.find((response) => response.status === 429);
+      expect(refused).toBeDefined();
+      await expectDescribed(refused!, 'GET', '/quota');
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  it('describes the answer to an internal error', async () => {
+    // A stored conversation without a name: the schema promises one.
+    await gateway.models.conversations.collection.insertOne({ userId: 1, id: 77, model: 'gpt-4o', enableWeb: false, messages: [] });
+    const response = await fetch(`${gateway.url}/conversation/load?id=77`, { headers: { authorization: `Bearer ${token}` } });
+    expect(response.status).toBe(500);
+    await expectDescribed(response, 'GET', '/conversation/load?id=77');
+  });
+
+  const inputs: [path: string, method: string, body?: string][] = [
+    ['/conversation/load?id=1', 'GET'],
+    ['/conversation/load?id=x', 'GET'],
+    ['/conversation/load?id=01', 'GET'],
+    ['/buy', 'POST', '{"quota":10}'],
+    ['/buy', 'POST', '{"quota":10,"note":"ignored"}'],
+    ['/buy', 'POST', '{"quota":0}'],
+    ['/buy', 'POST', '{"quota":"ten"}'],
+    ['/buy', 'POST', '[]'],
+  ];
+  const refusedInput = ['invalid id', 'invalid quota range (1 ~ 99999)', 'request body must be a JSON object'];
+  for (const [path, method, body] of inputs) {
+    it(`accepts in the document exactly what the server accepts: ${method} ${path}${body ? ` ${body}` : ''}`, async () => {
+      const response = await fetch(`${gateway.url}${path}`, { method, headers: { authorization: `Bearer ${token}` }, body });
+      const answer = (await response.json()) as { message?: string; error?: string };
+      const accepted = !refusedInput.includes(answer.message ?? answer.error ?? '');
+      const operation = document.paths[path.split('?')[0]!][method.toLowerCase()];
+      const ajv = new Ajv2020({ strict: false });
+      if (body === undefined) {
+        const query = new URLSearchParams(path.split('?')[1]);
+        const documented = operation.parameters.every((parameter: any) =>
+          query.has(parameter.name) ? ajv.compile(parameter.schema)(query.get(parameter.name)) : !parameter.required,
+        );
+        expect(documented).toBe(accepted);
+      } else {
+        expect(ajv.compile(operation.requestBody.content['application/json'].schema)(JSON.parse(body))).toBe(accepted);
+      }
+    });
+  }
+
+  it('names this server as the base of every path', () => {
+    expect(document.servers).toEqual([expect.objectContaining({ url: '/' })]);
+  });
+
+  it('describes the answer when the database is unavailable', async () => {
+    await gateway.database.close();
+    const response = await fetch(`${gateway.url}/conversation/list`, { headers: { authorization: `Bearer ${token}` } });
+    expect(response.status).toBe(503);
+    await expectDescribed(response, 'GET', '/conversation/list');
+  });
+
   it('rejects a body that breaks the documented shape (the check can fail)', () => {
     const schema = document.paths['/conversation/list'].get.responses['200'].content['application/json'].schema;
     const validate = new Ajv2020({ strict: false }).compile(schema);
