@@ -17,6 +17,8 @@ export const conversationResolvers: Resolvers = {
   },
   Mutation: {
     deleteConversation: (_, { id }, { conversations }) => conversations.delete(id),
+    renameConversation: (_, { id, name }, { conversations }) => conversations.rename(id, name),
+    deleteAllConversations: (_, __, { conversations }) => conversations.deleteAll(),
   },
   Conversation: {
     messages: (conversation, _, { conversations }) => conversations.messagesOf(conversation),

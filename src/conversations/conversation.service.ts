@@ -1,5 +1,5 @@
 import DataLoader from 'dataloader';
-import { MAX_PAGE_SIZE } from '../limits.js';
+import { MAX_CONVERSATION_NAME_LENGTH, MAX_PAGE_SIZE } from '../limits.js';
 import { userErrors, type Outcome } from '../shared/user-error.js';
 import type { ConversationRecord, MessageRecord } from './conversation.model.js';
 import type { ConversationStore } from './conversation.store.js';
@@ -8,6 +8,8 @@ export interface ConversationPage {
   nodes: ConversationRecord[];
   hasNextPage: boolean;
 }
+
+export type RenameOutcome = Outcome<{ conversation: ConversationRecord }>;
 
 /**
  * One caller's view of their conversations, built per request. Every read is
@@ -58,7 +60,36 @@ export class ConversationService {
     this.messagesById.clear(id);
     return { ok: true };
   }
+
+  /** The name is stored exactly as given, once it passes `isValidName`. */
+  async rename(id: number, name: string): Promise<RenameOutcome> {
+    if (!isValidName(name)) return { ok: false, error: userErrors.invalidName };
+    const conversation = await this.store.rename(this.userId, id, name);
+    if (conversation === null) return { ok: false, error: userErrors.conversationNotFound };
+    this.byId.clear(id);
+    return { ok: true, conversation };
+  }
+
+  /** Ids live on in the owner's sequence (on the user), so none is handed out again. */
+  async deleteAll(): Promise<{ ok: true; deletedCount: number }> {
+    const deletedCount = await this.store.removeAll(this.userId);
+    this.byId.clearAll();
+    this.messagesById.clearAll();
+    return { ok: true, deletedCount };
+  }
 }
+
+/**
+ * A name has 1 to MAX_CONVERSATION_NAME_LENGTH characters (code points, as a person counts
+ * them), not all white space, and is well-formed Unicode (the database stores UTF-8, which
+ * could not keep a lone surrogate as given).
+ */
+function isValidName(name: string): boolean {
+  return name.trim() !== '' && !LONE_SURROGATE.test(name) && [...name].length <= MAX_CONVERSATION_NAME_LENGTH;
+}
+
+/** In a `u` regular expression a surrogate pair is one code point, so only a lone surrogate is in category Cs. */
+const LONE_SURROGATE = /\p{Cs}/u;
 
 function indexById<T extends { id: number }>(rows: T[]): Map<number, T> {
   return new Map(rows.map((row) => [row.id, row]));

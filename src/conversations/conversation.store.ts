@@ -46,6 +46,19 @@ export class ConversationStore {
     return result.deletedCount === 1;
   }
 
+  /** How many conversations were deleted. */
+  async removeAll(userId: number): Promise<number> {
+    const result = await this.conversations.deleteMany({ userId });
+    return result.deletedCount;
+  }
+
+  /** The renamed conversation without message bodies, or null when the owner has none with this id. */
+  rename(userId: number, id: number, name: string): Promise<ConversationRecord | null> {
+    return this.conversations
+      .findOneAndUpdate({ userId, id }, { $set: { name } }, { returnDocument: 'after', projection: SUMMARY })
+      .lean<ConversationRecord>();
+  }
+
   async upsert(conversation: Required<ConversationRecord>): Promise<void> {
     const { userId, id, ...fields } = conversation;
     await this.conversations.updateOne({ userId, id }, { $set: fields }, { upsert: true });

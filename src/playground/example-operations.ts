@@ -53,6 +53,34 @@ mutation DeleteConversation($id: Int!) {
     variables: '{\n  "id": 3\n}',
   },
   {
+    query: `# Renames one of your conversations (1 to 256 characters, not blank); the name is stored as given.
+mutation RenameConversation($id: Int!, $name: String!) {
+  renameConversation(id: $id, name: $name) {
+    ok
+    error {
+      code
+      message
+    }
+    conversation {
+      id
+      name
+    }
+  }
+}
+`,
+    variables: '{\n  "id": 2,\n  "name": "Renamed in the playground"\n}',
+  },
+  {
+    query: `# Deletes ALL your conversations; their ids are never reused.
+mutation DeleteAllConversations {
+  deleteAllConversations {
+    ok
+    deletedCount
+  }
+}
+`,
+  },
+  {
     query: `# Buys points (1 unit of money = 10 points); official deployment only.
 mutation Buy($quota: Int!) {
   buy(quota: $quota) {

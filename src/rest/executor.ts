@@ -1,5 +1,5 @@
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
-import { getOperationAST, print, validate, type GraphQLError, type GraphQLSchema } from 'graphql';
+import { getOperationAST, OperationTypeNode, print, validate, type GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Caller } from '../auth/authenticator.js';
 import type { RestRoute } from './route.js';
 
@@ -9,6 +9,8 @@ export interface PreparedOperation {
   /** The printed document, which the GraphQL server caches parsed and validated by its text. */
   text: string;
   name: string;
+  /** A mutation: the route changes data, so it must never run for a HEAD request. */
+  changesData: boolean;
 }
 
 export type PreparedRoute = RestRoute & { prepared: PreparedOperation };
@@ -51,6 +53,12 @@ export function prepareRoutes(routes: readonly RestRoute[], schema: GraphQLSchem
     if (problems.length > 0 || !operation?.name) {
       throw new Error(`operation of ${route.method} ${route.path} does not fit the schema: ${problems.map((p) => p.message).join('; ')}`);
     }
-    return { ...route, prepared: { document: route.operation, text: print(route.operation), name: operation.name.value } };
+    return { ...route, prepared: {
+        document: route.operation,
+        text: print(route.operation),
+        name: operation.name.value,
+        changesData: operation.operation === OperationTypeNode.MUTATION,
+      },
+    };
   });
 }

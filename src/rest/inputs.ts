@@ -1,12 +1,12 @@
 import type { Request } from 'express';
+import { GRAPHQL_MAX_INT as MAX_INT } from 'graphql';
 import { z } from 'zod';
 import { badRequest, badUserInput, type Failure } from '../errors.js';
 import { MAX_PURCHASE, MIN_PURCHASE } from '../billing/billing.service.js';
+import { MAX_CONVERSATION_NAME_LENGTH } from '../limits.js';
 import { userErrors } from '../shared/user-error.js';
 import type { RouteInput } from './route.js';
 
-/** GraphQL `Int` is a signed 32-bit integer. */
-const MAX_INT = 2_147_483_647;
 const NOT_AN_OBJECT = 'request body must be a JSON object';
 
 /**
@@ -22,6 +22,26 @@ export const conversationIdQuery = z.object({
     .pipe(z.number().max(MAX_INT, { error: userErrors.invalidId.message }))
     .describe(`Conversation identifier: decimal digits, at most ${MAX_INT}, given once.`),
 });
+
+/**
+ * The body of a rename. The name's rules (length, not blank) belong to the conversations service,
+ * which answers "invalid name" over GraphQL and REST alike; the document states them for clients.
+ * Other fields are ignored.
+ */
+export const renameBody = z.object(
+  {
+    id: z
+      .int({ error: userErrors.invalidId.message })
+      .min(0, { error: userErrors.invalidId.message })
+      .max(MAX_INT, { error: userErrors.invalidId.message })
+      .describe('Conversation identifier.'),
+    name: z
+      .string({ error: userErrors.invalidName.message })
+      .meta({ minLength: 1, maxLength: MAX_CONVERSATION_NAME_LENGTH, pattern: '\\S' })
+      .describe(`The new title, stored as given: 1 to ${MAX_CONVERSATION_NAME_LENGTH} characters, not only white space.`),
+  },
+  { error: NOT_AN_OBJECT },
+);
 
 /** The body of a purchase. Other fields are ignored. */
 export const purchaseBody = z.object(

@@ -28,6 +28,12 @@ export function legacyEndpoints(
   const router = Router();
   for (const route of routes) {
     const steps = [openSession(executor), ...options.afterAuthentication, ...(route.method === 'POST' ? [readBody] : []), answer(route)];
+    // Express answers HEAD with the GET route; HEAD must never change anything, so a mutation refuses it.
+    if (route.method === 'GET' && route.prepared.changesData) {
+      router.head(route.path, () => {
+        throw methodNotAllowed(route.method);
+      });
+    }
     if (route.method === 'GET') router.get(route.path, ...steps);
     else router.post(route.path, ...steps);
     router.all(route.path, () => {

@@ -109,9 +109,10 @@ export function openApiDocument(routes: readonly RestRoute[], version: string): 
       title: 'chat-gateway legacy REST API',
       version,
       description:
-        'The documented conversation and quota endpoints. Credentials: `Authorization: Bearer <token>`, ' +
-        'the bare token, or an `sk-` API key. Any other path answers 404 (`NoSuchEndpoint`); a documented path ' +
-        "with another method answers 405 (`MethodNotAllowed`) in that endpoint's failure field.",
+        "The documented conversation and quota endpoints, and the legacy web client's rename and clean. " +
+        'Credentials: `Authorization: Bearer <token>`, the bare token, or an `sk-` API key. Any other path answers ' +
+        "404 (`NoSuchEndpoint`); a documented path with another method answers 405 (`MethodNotAllowed`) in that " +
+        "endpoint's failure field.",
     },
     servers: [{ url: '/', description: 'This server' }],
     components: {

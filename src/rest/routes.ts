@@ -3,14 +3,16 @@ import { MAX_PAGE_SIZE } from '../limits.js';
 import { userErrors } from '../shared/user-error.js';
 import {
   BuyDocument,
+  DeleteAllConversationsDocument,
   DeleteConversationDocument,
   GiftPackageDocument,
   ListConversationsDocument,
   LoadConversationDocument,
   QuotaDocument,
+  RenameConversationDocument,
   type LoadConversationQuery,
 } from './generated/operations.js';
-import { conversationIdQuery, purchaseBody } from './inputs.js';
+import { conversationIdQuery, purchaseBody, renameBody } from './inputs.js';
 import { defineRoute, failed, failureBody, succeeded, type RestRoute } from './route.js';
 
 const message = z.object({ role: z.string(), content: z.string() });
@@ -34,8 +36,9 @@ function toLegacy<M>(conversation: Conversation, messages: M) {
 }
 
 /**
- * The legacy REST API: one entry per documented endpoint (spec §4). Bodies keep
- * the spec's key order: `status`, then `message` or `error`, then `data`.
+ * The legacy REST API: one entry per documented endpoint (spec §4), and the two the legacy web
+ * client also calls (rename, clean). Bodies keep the spec's key order: `status`, then `message`
+ * or `error`, then `data`.
  */
 export const legacyRoutes: RestRoute[] = [
   defineRoute({
@@ -84,6 +87,26 @@ export const legacyRoutes: RestRoute[] = [
     input: { from: 'query', schema: conversationIdQuery },
     answers: z.union([z.object({ status: z.literal(true) }), failureBody('message')]),
     respond: ({ deleteConversation: { ok, error } }) => (ok ? succeeded({}) : failed('message', error!.message)),
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/conversation/rename',
+    summary: 'Rename one conversation',
+    operation: RenameConversationDocument,
+    failureField: 'message',
+    input: { from: 'json-body', schema: renameBody },
+    answers: z.union([z.object({ status: z.literal(true), message: z.literal('') }), failureBody('message')]),
+    respond: ({ renameConversation: { ok, error } }) => (ok ? succeeded({ message: '' }) : failed('message', error!.message)),
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/conversation/clean',
+    summary: 'Delete all conversations of the caller',
+    operation: DeleteAllConversationsDocument,
+    failureField: 'message',
+    input: { from: 'nothing' },
+    answers: z.union([z.object({ status: z.literal(true), message: z.literal('') }), failureBody('message')]),
+    respond: () => succeeded({ message: '' }),
   }),
   defineRoute({
     method: 'GET',

@@ -8,6 +8,7 @@ import type { UserError } from '../graphql/generated/resolvers.js';
 export const userErrors = {
   conversationNotFound: { code: 'NOT_FOUND', message: 'conversation not found' },
   invalidId: { code: 'INVALID_INPUT', message: 'invalid id' },
+  invalidName: { code: 'INVALID_INPUT', message: 'invalid name' },
   invalidQuota: { code: 'INVALID_INPUT', message: 'invalid quota range (1 ~ 99999)' },
   notEnoughMoney: { code: 'INSUFFICIENT_FUNDS', message: 'not enough money' },
   notOnThisDeployment: { code: 'UNAVAILABLE', message: 'not available on this deployment' },

@@ -3,11 +3,14 @@ import { graphql, startTestGateway, type GraphQLResponse, type TestGateway } fro
 
 const ALICE = 1;
 const BOB = 2;
+/** Renames and deletes all, apart from the others' fixtures. */
+const CAROL = 3;
 const ALICE_CONVERSATIONS = 150;
 
 let gateway: TestGateway;
 let alice: string;
 let bob: string;
+let carol: string;
 
 beforeAll(async () => {
   gateway = await startTestGateway();
@@ -15,6 +18,7 @@ beforeAll(async () => {
     users: [
       { id: ALICE, username: 'alice', quota: 12.5 },
       { id: BOB, username: 'bob', quota: 3 },
+      { id: CAROL, username: 'carol', quota: 0 },
     ],
     conversations: [
       ...Array.from({ length: ALICE_CONVERSATIONS }, (_, index) => ({
@@ -31,10 +35,19 @@ beforeAll(async () => {
       })),
       { userId: BOB, id: 501, name: 'Bob one', model: 'gpt-4o', enableWeb: true, messages: [{ role: 'user', content: 'hi' }] },
       { userId: BOB, id: 507, name: 'Bob seven', model: 'gpt-4o', enableWeb: false, messages: [] },
+      ...[11, 12, 13].map((id) => ({
+        userId: CAROL,
+        id,
+        name: `Carol ${id}`,
+        model: 'gpt-4o',
+        enableWeb: false,
+        messages: [{ role: 'user', content: `hello ${id}` }],
+      })),
     ],
   });
   alice = `Bearer ${await gateway.token(ALICE)}`;
   bob = `Bearer ${await gateway.token(BOB)}`;
+  carol = `Bearer ${await gateway.token(CAROL)}`;
 });
 
 afterAll(() => gateway?.stop());
@@ -203,5 +216,91 @@ describe('Mutation.deleteConversation', () => {
     });
     const page = await graphql(gateway, `{ conversations(first: 1) { nodes { id name } } }`, { authorization: alice });
     expect(page.body.data.conversations.nodes).toEqual([{ id: ALICE_CONVERSATIONS + 1, name: 'Created after delete' }]);
+  });
+});
+
+describe('Mutation.renameConversation', () => {
+  const RENAME = `mutation Rename($id: Int!, $name: String!) {
+    renameConversation(id: $id, name: $name) { ok error { code message } conversation { id userId name messages { content } } }
+  }`;
+
+  it('renames a conversation and answers it with its new name, stored exactly as given', async () => {
+    const name = ' Trip to Zürich — “draft” 🚀 ';
+    const { body } = await graphql(gateway, RENAME, { authorization: carol, variables: { id: 12, name } });
+    expect(body).toEqual({
+      data: { renameConversation: { ok: true, error: null, conversation: { id: 12, userId: CAROL, name, messages: [{ content: 'hello 12' }] } } },
+    });
+    const stored = await gateway.models.conversations.findOne({ userId: CAROL, id: 12 }).lean();
+    expect(stored?.name).toBe(name);
+  });
+
+  it('answers NOT_FOUND for an unknown id and for another user’s conversation, which keeps its name', async () => {
+    for (const id of [999, 507]) {
+      const { body } = await graphql(gateway, RENAME, { authorization: carol, variables: { id, name: 'Mine now' } });
+      expect(body).toEqual({
+        data: { renameConversation: { ok: false, error: { code: 'NOT_FOUND', message: 'conversation not found' }, conversation: null } },
+      });
+    }
+    const { body } = await graphql(gateway, `{ conversation(id: 507) { name } }`, { authorization: bob });
+    expect(body.data).toEqual({ conversation: { name: 'Bob seven' } });
+  });
+
+  it('answers INVALID_INPUT "invalid name" for an empty, blank or too long name, before reading anything', async () => {
+    for (const name of ['', '   ', '\n\t', 'x'.repeat(257)]) {
+      const commands = await gateway.commandsDuring(async () => {
+        const { body } = await graphql(gateway, RENAME, { authorization: carol, variables: { id: 11, name } });
+        expect(body).toEqual({
+          data: { renameConversation: { ok: false, error: { code: 'INVALID_INPUT', message: 'invalid name' }, conversation: null } },
+        });
+      });
+      expect(commands).toEqual([]);
+    }
+    const { body } = await graphql(gateway, `{ conversation(id: 11) { name } }`, { authorization: carol });
+    expect(body.data).toEqual({ conversation: { name: 'Carol 11' } });
+  });
+
+  it('renames with one database command', async () => {
+    const commands = await gateway.commandsDuring(async () => {
+      const { body } = await graphql(gateway, `mutation { renameConversation(id: 13, name: "Short") { ok } }`, { authorization: carol });
+      expect(body.data).toEqual({ renameConversation: { ok: true } });
+    });
+    expect(commands).toEqual(['findAndModify']);
+  });
+});
+
+describe('Mutation.deleteAllConversations', () => {
+  const DELETE_ALL = `mutation { deleteAllConversations { ok deletedCount } }`;
+
+  it('deletes every conversation of the caller, counts them, and leaves others’ alone', async () => {
+    const commands = await gateway.commandsDuring(async () => {
+      const { body } = await graphql(gateway, DELETE_ALL, { authorization: carol });
+      expect(body).toEqual({ data: { deleteAllConversations: { ok: true, deletedCount: 3 } } });
+    });
+    expect(commands).toEqual(['delete']);
+    const mine = await graphql(gateway, `{ conversations { totalCount nodes { id } } }`, { authorization: carol });
+    expect(mine.body.data).toEqual({ conversations: { totalCount: 0, nodes: [] } });
+    const bobs = await graphql(gateway, `{ conversations { totalCount } }`, { authorization: bob });
+    expect(bobs.body.data.conversations.totalCount).toBeGreaterThan(0);
+  });
+
+  it('answers ok with deletedCount 0 when nothing is left', async () => {
+    const { body } = await graphql(gateway, DELETE_ALL, { authorization: carol });
+    expect(body).toEqual({ data: { deleteAllConversations: { ok: true, deletedCount: 0 } } });
+  });
+
+  it('never gives a deleted conversation’s id to a new conversation', async () => {
+    await gateway.seed({
+      users: [{ id: CAROL, username: 'carol', quota: 0 }],
+      conversations: [{ userId: CAROL, name: 'After delete all', model: 'gpt-4o', enableWeb: false, messages: [] }],
+    });
+    const { body } = await graphql(gateway, `{ conversations { nodes { id name } } }`, { authorization: carol });
+    expect(body.data.conversations.nodes).toEqual([{ id: 14, name: 'After delete all' }]);
+  });
+
+  it('is refused over GET, like every mutation', async () => {
+    const response = await fetch(`${gateway.url}/graphql?query=${encodeURIComponent(DELETE_ALL)}`, { headers: { authorization: bob } });
+    expect(response.status).toBe(405);
+    const { body } = await graphql(gateway, `{ conversations { totalCount } }`, { authorization: bob });
+    expect(body.data.conversations.totalCount).toBeGreaterThan(0);
   });
 });

@@ -86,7 +86,7 @@ describe('the playground outside production', () => {
       expect(validate(schema, document), query).toEqual([]);
       return /(?:query|mutation) (\w+)/.exec(query)?.[1];
     });
-    expect(names).toEqual(['Conversations', 'Quota', 'DeleteConversation', 'Buy']);
+    expect(names).toEqual(['Conversations', 'Quota', 'DeleteConversation', 'RenameConversation', 'DeleteAllConversations', 'Buy']);
     expect(tabs[0]!.query).toMatch(/messages\s*\{/);
   });
 

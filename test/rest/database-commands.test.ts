@@ -22,9 +22,9 @@ beforeAll(async () => {
 
 afterAll(() => gateway?.stop());
 
-async function restCommands(path: string): Promise<string[]> {
+async function restCommands(path: string, body?: string): Promise<string[]> {
   return gateway.commandsDuring(async () => {
-    const response = await fetch(`${gateway.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+    const response = await fetch(`${gateway.url}${path}`, { method: body ? 'POST' : 'GET', headers: { authorization: `Bearer ${token}` }, body });
     expect(((await response.json()) as { status: boolean }).status).toBe(true);
   });
 }
@@ -40,6 +40,10 @@ describe('database commands per request', () => {
 
   it('reads the balance over REST with one command', async () => {
     expect(await restCommands('/quota')).toEqual(['find']);
+  });
+
+  it('renames a conversation over REST with one command', async () => {
+    expect(await restCommands('/conversation/rename', '{"id":7,"name":"Seven"}')).toEqual(['findAndModify']);
   });
 
   it('reads a GraphQL page of 100 conversations with their messages with two commands', async () => {
@@ -65,5 +69,10 @@ describe('database commands per request', () => {
       });
       expect(commands).toEqual(['find']);
     }
+  });
+
+  // Last: it leaves nothing to read.
+  it('cleans all conversations over REST with one command', async () => {
+    expect(await restCommands('/conversation/clean')).toEqual(['delete']);
   });
 });

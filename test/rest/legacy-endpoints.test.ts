@@ -5,12 +5,17 @@ import { startTestSidecar, type TestSidecar } from '../support/sidecar.js';
 const ALICE = 1;
 const BOB = 2;
 const CAROL = 3;
+/** Renames and cleans, apart from the others' fixtures. */
+const DAVE = 4;
+const ERIN = 5;
 
 const seed = {
   users: [
     { id: ALICE, username: 'alice', quota: 12.5 },
     { id: BOB, username: 'bob', quota: 0 },
     { id: CAROL, username: 'carol', quota: 1 },
+    { id: DAVE, username: 'dave', quota: 0 },
+    { id: ERIN, username: 'erin', quota: 0 },
   ],
   conversations: [
     {
@@ -27,6 +32,10 @@ const seed = {
     },
     { userId: ALICE, id: 2, name: 'Regex', model: 'gpt-4o-mini', enableWeb: true, messages: [] },
     { userId: BOB, id: 5, name: 'Bob’s', model: 'gpt-4o', enableWeb: false, messages: [{ role: 'user', content: 'hi' }] },
+    { userId: DAVE, id: 1, name: 'Old name', model: 'gpt-4o', enableWeb: false, messages: [{ role: 'user', content: 'keep me' }] },
+    { userId: DAVE, id: 2, name: 'Second', model: 'gpt-4o', enableWeb: true, messages: [] },
+    { userId: ERIN, id: 3, name: 'Erin’s', model: 'gpt-4o', enableWeb: false, messages: [] },
+    { userId: ERIN, id: 9, name: 'Erin’s newest', model: 'gpt-4o', enableWeb: false, messages: [] },
     ...Array.from({ length: 120 }, (_, index) => ({
       userId: CAROL,
       id: index + 1,
@@ -57,7 +66,7 @@ describe.each(['in-process', 'sidecar'] as const)('legacy REST endpoints (%s)', 
     await gateway.seed(seed);
     if (mode === 'sidecar') sidecar = await startTestSidecar(`${gateway.url}/graphql`);
     base = sidecar?.url ?? gateway.url;
-    for (const id of [ALICE, BOB, CAROL, 9]) tokens[id] = await gateway.token(id);
+    for (const id of [ALICE, BOB, CAROL, DAVE, ERIN, 9]) tokens[id] = await gateway.token(id);
   });
 
   afterAll(async () => {
@@ -136,6 +145,120 @@ describe.each(['in-process', 'sidecar'] as const)('legacy REST endpoints (%s)', 
     });
   });
 
+  describe('rename and clean, for the legacy web client, byte for byte', () => {
+    const rename = (body: string, user = DAVE) => call('/conversation/rename', { method: 'POST', user, body });
+    const nameOf = async (id: number, user = DAVE) => JSON.parse((await call(`/conversation/load?id=${id}`, { user })).text).data?.name;
+
+    it('renames a conversation, storing the name exactly as given', async () => {
+      const name = '  Ünïcode “quotes” \\ 🚀 \t tab  ';
+      expectBody(await rename(JSON.stringify({ id: 1, name })), 200, '{"status":true,"message":""}');
+      expect(await nameOf(1)).toBe(name);
+      // The rest of the conversation is untouched.
+      const loaded = JSON.parse((await call('/conversation/load?id=1', { user: DAVE })).text);
+      expect(loaded.data).toMatchObject({ message: [{ role: 'user', content: 'keep me' }], model: 'gpt-4o', enable_web: false });
+    });
+
+    it('accepts 256 characters, counted as a person counts them', async () => {
+      const emoji = '🚀'.repeat(256);
+      expectBody(await rename(JSON.stringify({ id: 2, name: emoji })), 200, '{"status":true,"message":""}');
+      expect(await nameOf(2)).toBe(emoji);
+    });
+
+    it('answers "conversation not found" for an unknown id and for another user’s conversation, which keeps its name', async () => {
+      for (const id of [404, 0, 3]) {
+        expectBody(await rename(JSON.stringify({ id, name: 'Taken over' })), 200, '{"status":false,"message":"conversation not found"}');
+      }
+      expect(await nameOf(3, ERIN)).toBe('Erin’s');
+    });
+
+    const invalidNames = ['', ' ', '\t\n ', '\u3000', 'x'.repeat(257), '🚀'.repeat(257), '\ud800 lone surrogate'];
+    for (const name of invalidNames) {
+      it(`answers "invalid name" to ${JSON.stringify(name.length > 20 ? `${name.slice(0, 4)}… (${[...name].length})` : name)} and keeps the name`, async () => {
+        expectBody(await rename(JSON.stringify({ id: 2, name })), 200, '{"status":false,"message":"invalid name"}');
+        expect(await nameOf(2)).toBe('🚀'.repeat(256));
+      });
+    }
+
+    const badBodies: [string, string][] = [
+      ['', 'request body must be a JSON object'],
+      ['{', 'request body is not valid JSON'],
+      ['{"id":1,"name":"x"', 'request body is not valid JSON'],
+      ['[]', 'request body must be a JSON object'],
+      ['null', 'request body must be a JSON object'],
+      ['{"name":"x"}', 'invalid id'],
+      ['{"id":"1","name":"x"}', 'invalid id'],
+      ['{"id":1.5,"name":"x"}', 'invalid id'],
+      ['{"id":-1,"name":"x"}', 'invalid id'],
+      ['{"id":2147483648,"name":"x"}', 'invalid id'],
+      ['{"id":[1],"name":"x"}', 'invalid id'],
+      ['{"id":{"$gt":0},"name":"x"}', 'invalid id'],
+      ['{"id":null,"name":"x"}', 'invalid id'],
+      ['{"id":2}', 'invalid name'],
+      ['{"id":2,"name":5}', 'invalid name'],
+      ['{"id":2,"name":null}', 'invalid name'],
+      ['{"id":2,"name":["x"]}', 'invalid name'],
+      ['{"id":2,"name":{"$set":"x"}}', 'invalid name'],
+    ];
+    for (const [body, message] of badBodies) {
+      it(`refuses rename with body ${JSON.stringify(body)}: "${message}"`, async () => {
+        expectBody(await rename(body), 200, JSON.stringify({ status: false, message }));
+      });
+    }
+
+    it('renamed nothing through the refused requests', async () => {
+      expect(await nameOf(2)).toBe('🚀'.repeat(256));
+    });
+
+    it('refuses rename without credentials with 401, before reading the body', async () => {
+      const answer = await call('/conversation/rename', { method: 'POST', body: '{' });
+      expectBody(answer, 401, '{"status":false,"message":"unauthorized"}');
+    });
+
+    it('answers rename over GET and HEAD with 405 and Allow: POST', async () => {
+      for (const method of ['GET', 'HEAD']) {
+        const answer = await call('/conversation/rename', { method, user: DAVE });
+        expect(answer.status).toBe(405);
+        expect(answer.headers.get('allow')).toBe('POST');
+      }
+    });
+
+    it('never cleans or deletes on HEAD /conversation/clean or /conversation/delete: 405 with Allow: GET', async () => {
+      for (const path of ['/conversation/clean', '/conversation/delete?id=3']) {
+        const answer = await call(path, { method: 'HEAD', user: ERIN });
+        expect(answer.status).toBe(405);
+        expect(answer.headers.get('allow')).toBe('GET');
+      }
+      expect(JSON.parse((await call('/conversation/list', { user: ERIN })).text).data).toHaveLength(2);
+    });
+
+    it('answers clean over POST with 405 and Allow: GET, and without credentials with 401', async () => {
+      const post = await call('/conversation/clean', { method: 'POST', user: ERIN, body: '{}' });
+      expect(post.status).toBe(405);
+      expect(post.headers.get('allow')).toBe('GET');
+      expectBody(await call('/conversation/clean'), 401, '{"status":false,"message":"unauthorized"}');
+      expect(JSON.parse((await call('/conversation/list', { user: ERIN })).text).data).toHaveLength(2);
+    });
+
+    it('cleans all of the caller’s conversations and no one else’s', async () => {
+      expectBody(await call('/conversation/clean', { user: ERIN }), 200, '{"status":true,"message":""}');
+      expectBody(await call('/conversation/list', { user: ERIN }), 200, '{"status":true,"message":"","data":[]}');
+      expect(JSON.parse((await call('/conversation/list', { user: DAVE })).text).data).toHaveLength(2);
+    });
+
+    it('answers clean the same when nothing is left', async () => {
+      expectBody(await call('/conversation/clean', { user: ERIN }), 200, '{"status":true,"message":""}');
+    });
+
+    it('never gives a cleaned conversation’s id to a new conversation', async () => {
+      await gateway.seed({
+        users: [{ id: ERIN, username: 'erin', quota: 0 }],
+        conversations: [{ userId: ERIN, name: 'After clean', model: 'gpt-4o', enableWeb: false, messages: [] }],
+      });
+      const { data } = JSON.parse((await call('/conversation/list', { user: ERIN })).text);
+      expect(data.map(({ id, name }: { id: number; name: string }) => ({ id, name }))).toEqual([{ id: 10, name: 'After clean' }]);
+    });
+  });
+
   describe('features of the official deployment', () => {
     it('answers buy with "not available on this deployment" and charges nothing', async () => {
       expectBody(
@@ -197,6 +320,8 @@ describe.each(['in-process', 'sidecar'] as const)('legacy REST endpoints (%s)', 
       ['GET', '/conversation/list', 'message'],
       ['GET', '/conversation/load?id=1', 'message'],
       ['GET', '/conversation/delete?id=1', 'message'],
+      ['POST', '/conversation/rename', 'message'],
+      ['GET', '/conversation/clean', 'message'],
       ['GET', '/quota', 'error'],
       ['POST', '/buy', 'error'],
       ['GET', '/package', 'error'],
@@ -204,7 +329,7 @@ describe.each(['in-process', 'sidecar'] as const)('legacy REST endpoints (%s)', 
     for (const [method, path, field] of endpoints) {
       for (const [name, authorization] of [['no credentials', undefined], ['a forged token', 'Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.x']] as const) {
         it(`answers 401 to ${method} ${path} with ${name}`, async () => {
-          const answer = await call(path, { method, ...(authorization ? { authorization } : {}), ...(method === 'POST' ? { body: '{"quota":1}' } : {}) });
+          const answer = await call(path, { method, ...(authorization ? { authorization } : {}), ...(method === 'POST' ? { body: '{"quota":1,"id":1,"name":"x"}' } : {}) });
           expectBody(answer, 401, `{"status":false,"${field}":"unauthorized"}`);
           expect(answer.headers.get('www-authenticate')).toBe('Bearer');
         });
@@ -222,7 +347,7 @@ describe.each(['in-process', 'sidecar'] as const)('legacy REST endpoints (%s)', 
 
   describe('paths and methods', () => {
     it('answers 404 JSON for an unknown path', async () => {
-      const answer = await call('/conversation/rename', { user: ALICE });
+      const answer = await call('/conversation/archive', { user: ALICE });
       expect(answer.status).toBe(404);
       expect(JSON.parse(answer.text).status).toBe(false);
     });

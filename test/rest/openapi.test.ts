@@ -28,25 +28,36 @@ const requests: [method: string, path: string, body?: string, authorized?: boole
   ['GET', '/conversation/load?id=x'],
   ['GET', '/conversation/delete?id=2'],
   ['GET', '/conversation/delete?id=2'],
+  ['POST', '/conversation/rename', '{"id":1,"name":"Renamed"}'],
+  ['POST', '/conversation/rename', '{"id":99,"name":"Renamed"}'],
+  ['POST', '/conversation/rename', '{"id":1,"name":" "}'],
+  ['POST', '/conversation/rename', '{"id":"1","name":"x"}'],
+  ['POST', '/conversation/rename', '{'],
   ['GET', '/quota'],
   ['POST', '/buy', '{"quota":10}'],
   ['POST', '/buy', '{"quota":"ten"}'],
   ['GET', '/package'],
   ['GET', '/conversation/list', undefined, false],
   ['POST', '/buy', '{"quota":10}', false],
+  ['POST', '/conversation/rename', '{"id":1,"name":"x"}', false],
+  // Last: it leaves nothing to list.
+  ['GET', '/conversation/clean'],
 ];
 
 describe('GET /openapi.json', () => {
-  it('describes exactly the six documented endpoints', () => {
+  it('describes exactly the six documented endpoints, and rename and clean', () => {
     expect(document.openapi).toBe('3.1.0');
     expect(Object.entries(document.paths).map(([path, item]) => `${Object.keys(item as object)[0]} ${path}`).sort()).toEqual([
+      'get /conversation/clean',
       'get /conversation/delete',
       'get /conversation/list',
       'get /conversation/load',
       'get /package',
       'get /quota',
       'post /buy',
+      'post /conversation/rename',
     ]);
+    expect(document.paths['/conversation/rename'].post.requestBody.content['application/json'].schema.required).toEqual(['id', 'name']);
     expect(document.paths['/conversation/load'].get.parameters[0]).toMatchObject({ name: 'id', in: 'query', required: true });
     expect(document.paths['/buy'].post.requestBody.content['application/json'].schema.required).toEqual(['quota']);
   });
@@ -94,6 +105,8 @@ describe('GET /openapi.json', () => {
     ['an unknown path', 'GET', '/nowhere'],
     ['a known path with another method', 'GET', '/buy'],
     ['a known path with another method', 'POST', '/conversation/list', '{}'],
+    ['a known path with another method', 'GET', '/conversation/rename'],
+    ['a body over the limit', 'POST', '/conversation/rename', JSON.stringify({ id: 1, name: 'x'.repeat(100 * 1024) })],
     ['a body over the limit', 'POST', '/buy', JSON.stringify({ quota: 1, padding: 'x'.repeat(100 * 1024) })],
   ];
   for (const [name, method, path, body] of failures) {
@@ -134,8 +147,16 @@ describe('GET /openapi.json', () => {
     ['/buy', 'POST', '{"quota":0}'],
     ['/buy', 'POST', '{"quota":"ten"}'],
     ['/buy', 'POST', '[]'],
+    ['/conversation/rename', 'POST', '{"id":2,"name":"Two, renamed"}'],
+    ['/conversation/rename', 'POST', '{"id":2,"name":"Two","note":"ignored"}'],
+    ['/conversation/rename', 'POST', '{"id":2,"name":""}'],
+    ['/conversation/rename', 'POST', '{"id":2,"name":" \\t "}'],
+    ['/conversation/rename', 'POST', `{"id":2,"name":"${'🚀'.repeat(256)}"}`],
+    ['/conversation/rename', 'POST', `{"id":2,"name":"${'🚀'.repeat(257)}"}`],
+    ['/conversation/rename', 'POST', '{"id":-2,"name":"Two"}'],
+    ['/conversation/rename', 'POST', '{"id":2}'],
   ];
-  const refusedInput = ['invalid id', 'invalid quota range (1 ~ 99999)', 'request body must be a JSON object'];
+  const refusedInput = ['invalid id', 'invalid name', 'invalid quota range (1 ~ 99999)', 'request body must be a JSON object'];
   for (const [path, method, body] of inputs) {
     it(`accepts in the document exactly what the server accepts: ${method} ${path}${body ? ` ${body}` : ''}`, async () => {
       const response = await fetch(`${gateway.url}${path}`, { method, headers: { authorization: `Bearer ${token}` }, body });

@@ -249,7 +249,7 @@ describe('the REST layer', () => {
 
   for (const route of legacyRoutes) {
     it(`keeps the operation of ${route.method} ${route.path} within every limit`, async () => {
-      const variables = { id: 1, quota: 1 };
+      const variables = { id: 1, quota: 1, name: 'Renamed' };
       const operation = route.operation.definitions[0]!;
       const wanted = operation.kind === 'OperationDefinition' ? (operation.variableDefinitions ?? []).map((v) => v.variable.name.value) : [];
       const { answer } = await run(print(route.operation), Object.fromEntries(wanted.map((name) => [name, variables[name as keyof typeof variables]])));

@@ -1,6 +1,6 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import type { ConversationRecord } from '../../conversations/conversation.model.js';
-import type { ConversationPage } from '../../conversations/conversation.service.js';
+import type { ConversationPage, RenameOutcome } from '../../conversations/conversation.service.js';
 import type { Outcome } from '../../shared/user-error.js';
 import type { BuyOutcome } from '../../billing/billing.service.js';
 import type { RequestContext } from '../../context.js';
@@ -67,6 +67,15 @@ export type ConversationEdge = {
   node: Conversation;
 };
 
+/** Result of `deleteAllConversations`. */
+export type DeleteAllConversationsPayload = {
+  __typename?: 'DeleteAllConversationsPayload';
+  /** How many conversations were deleted (0 when there were none). */
+  deletedCount: Scalars['Int']['output'];
+  /** Always true: having no conversations left is the outcome asked for. */
+  ok: Scalars['Boolean']['output'];
+};
+
 /** Result of `deleteConversation`. */
 export type DeleteConversationPayload = {
   __typename?: 'DeleteConversationPayload';
@@ -103,11 +112,19 @@ export type Mutation = {
    * provider cannot be reached: the order is then settled later, and credited if it was charged.
    */
   buy: BuyPayload;
+  /** Deletes all of the caller's conversations. Their ids are never given to another conversation. */
+  deleteAllConversations: DeleteAllConversationsPayload;
   /**
    * Deletes one of the caller's conversations. Its id is never given to another conversation.
    * Answers `NOT_FOUND` when no conversation of the caller has this id.
    */
   deleteConversation: DeleteConversationPayload;
+  /**
+   * Renames one of the caller's conversations; the name is stored exactly as given.
+   * Answers `INVALID_INPUT` ("invalid name") for a name that is empty, blank or longer than 256 characters,
+   * and `NOT_FOUND` when no conversation of the caller has this id.
+   */
+  renameConversation: RenameConversationPayload;
 };
 
 
@@ -118,6 +135,12 @@ export type MutationBuyArgs = {
 
 export type MutationDeleteConversationArgs = {
   id: Scalars['Int']['input'];
+};
+
+
+export type MutationRenameConversationArgs = {
+  id: Scalars['Int']['input'];
+  name: Scalars['String']['input'];
 };
 
 /** Pagination state of a connection, following the Relay cursor connection convention. */
@@ -161,6 +184,17 @@ export type QueryConversationArgs = {
 export type QueryConversationsArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
+};
+
+/** Result of `renameConversation`. */
+export type RenameConversationPayload = {
+  __typename?: 'RenameConversationPayload';
+  /** The conversation with its new name, when `ok` is true. */
+  conversation?: Maybe<Conversation>;
+  /** Why nothing was renamed, when `ok` is false. */
+  error?: Maybe<UserError>;
+  /** True when the conversation was renamed. */
+  ok: Scalars['Boolean']['output'];
 };
 
 /**
@@ -264,6 +298,7 @@ export type ResolversTypes = {
   Conversation: ResolverTypeWrapper<ConversationRecord>;
   ConversationConnection: ResolverTypeWrapper<ConversationPage>;
   ConversationEdge: ResolverTypeWrapper<Omit<ConversationEdge, 'node'> & { node: ResolversTypes['Conversation'] }>;
+  DeleteAllConversationsPayload: ResolverTypeWrapper<DeleteAllConversationsPayload>;
   DeleteConversationPayload: ResolverTypeWrapper<Outcome>;
   Float: ResolverTypeWrapper<Scalars['Float']['output']>;
   GiftPackage: ResolverTypeWrapper<GiftPackage>;
@@ -272,6 +307,7 @@ export type ResolversTypes = {
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
   PageInfo: ResolverTypeWrapper<PageInfo>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
+  RenameConversationPayload: ResolverTypeWrapper<RenameOutcome>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
   UserError: ResolverTypeWrapper<UserError>;
   UserErrorCode: UserErrorCode;
@@ -284,6 +320,7 @@ export type ResolversParentTypes = {
   Conversation: ConversationRecord;
   ConversationConnection: ConversationPage;
   ConversationEdge: Omit<ConversationEdge, 'node'> & { node: ResolversParentTypes['Conversation'] };
+  DeleteAllConversationsPayload: DeleteAllConversationsPayload;
   DeleteConversationPayload: Outcome;
   Float: Scalars['Float']['output'];
   GiftPackage: GiftPackage;
@@ -292,6 +329,7 @@ export type ResolversParentTypes = {
   Mutation: Record<PropertyKey, never>;
   PageInfo: PageInfo;
   Query: Record<PropertyKey, never>;
+  RenameConversationPayload: RenameOutcome;
   String: Scalars['String']['output'];
   UserError: UserError;
 };
@@ -323,6 +361,11 @@ export type ConversationEdgeResolvers<ContextType = RequestContext, ParentType e
   node?: Resolver<ResolversTypes['Conversation'], ParentType, ContextType>;
 };
 
+export type DeleteAllConversationsPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['DeleteAllConversationsPayload'] = ResolversParentTypes['DeleteAllConversationsPayload']> = {
+  deletedCount?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  ok?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+};
+
 export type DeleteConversationPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['DeleteConversationPayload'] = ResolversParentTypes['DeleteConversationPayload']> = {
   error?: Resolver<Maybe<ResolversTypes['UserError']>, ParentType, ContextType>;
   ok?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
@@ -340,7 +383,9 @@ export type MessageResolvers<ContextType = RequestContext, ParentType extends Re
 
 export type MutationResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
   buy?: Resolver<ResolversTypes['BuyPayload'], ParentType, ContextType, RequireFields<MutationBuyArgs, 'quota'>>;
+  deleteAllConversations?: Resolver<ResolversTypes['DeleteAllConversationsPayload'], ParentType, ContextType>;
   deleteConversation?: Resolver<ResolversTypes['DeleteConversationPayload'], ParentType, ContextType, RequireFields<MutationDeleteConversationArgs, 'id'>>;
+  renameConversation?: Resolver<ResolversTypes['RenameConversationPayload'], ParentType, ContextType, RequireFields<MutationRenameConversationArgs, 'id' | 'name'>>;
 };
 
 export type PageInfoResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['PageInfo'] = ResolversParentTypes['PageInfo']> = {
@@ -355,6 +400,12 @@ export type QueryResolvers<ContextType = RequestContext, ParentType extends Reso
   quota?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
 };
 
+export type RenameConversationPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['RenameConversationPayload'] = ResolversParentTypes['RenameConversationPayload']> = {
+  conversation?: Resolver<Maybe<ResolversTypes['Conversation']>, ParentType, ContextType>;
+  error?: Resolver<Maybe<ResolversTypes['UserError']>, ParentType, ContextType>;
+  ok?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+};
+
 export type UserErrorResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['UserError'] = ResolversParentTypes['UserError']> = {
   code?: Resolver<ResolversTypes['UserErrorCode'], ParentType, ContextType>;
   message?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -365,12 +416,14 @@ export type Resolvers<ContextType = RequestContext> = {
   Conversation?: ConversationResolvers<ContextType>;
   ConversationConnection?: ConversationConnectionResolvers<ContextType>;
   ConversationEdge?: ConversationEdgeResolvers<ContextType>;
+  DeleteAllConversationsPayload?: DeleteAllConversationsPayloadResolvers<ContextType>;
   DeleteConversationPayload?: DeleteConversationPayloadResolvers<ContextType>;
   GiftPackage?: GiftPackageResolvers<ContextType>;
   Message?: MessageResolvers<ContextType>;
   Mutation?: MutationResolvers<ContextType>;
   PageInfo?: PageInfoResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
+  RenameConversationPayload?: RenameConversationPayloadResolvers<ContextType>;
   UserError?: UserErrorResolvers<ContextType>;
 };
 
