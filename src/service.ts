@@ -64,7 +64,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
   // Domains: each gives its stores, a service per caller and its resolvers.
   const { connection } = database;
   const accounts = createAccounts(connection);
-  const conversations = createConversations(connection);
+  const conversations = createConversations(connection, logger);
   const billing = createBilling({ connection, accounts: accounts.store, sso: config.sso, logger });
   const domains: Domains = { accounts, conversations, billing };
   await buildIndexes(connection);

@@ -2,6 +2,7 @@ import { createAccounts } from '../accounts/index.js';
 import { loadConfig } from '../config.js';
 import { createConversations } from '../conversations/index.js';
 import { buildIndexes, connectDatabase } from '../db/database.js';
+import { createLogger } from '../logger.js';
 import { loadSeed, readSeedFile } from '../seed/seed-file.js';
 
 // npm run seed -- FILE.json: loads a seed file into the database named by MONGODB_URI.
@@ -13,7 +14,10 @@ if (config.mongodbUri === undefined) {
 }
 const database = await connectDatabase(config.mongodbUri);
 try {
-  const domains = { accounts: createAccounts(database.connection), conversations: createConversations(database.connection) };
+  const domains = {
+    accounts: createAccounts(database.connection),
+    conversations: createConversations(database.connection, createLogger(config)),
+  };
   await buildIndexes(database.connection);
   const loaded = await loadSeed(domains, await readSeedFile(file));
   process.stdout.write(`loaded ${loaded.users} users and ${loaded.conversations} conversations from ${file}\n`);

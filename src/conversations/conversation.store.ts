@@ -1,4 +1,6 @@
+import { GRAPHQL_MAX_INT, GRAPHQL_MIN_INT } from 'graphql';
 import { BSON, type Document, type Filter, type FindOptions } from 'mongodb';
+import type { Logger } from '../logger.js';
 import type { ConversationModel, ConversationRecord } from './conversation.model.js';
 
 /** Everything but message bodies: what a page of conversations shows. */
@@ -8,12 +10,42 @@ const MESSAGES_ONLY = { _id: 0, id: 1, messages: 1 } as const;
 
 /** The only code that touches the conversations collection. Every read is scoped to one owner. */
 export class ConversationStore {
-  constructor(private readonly conversations: ConversationModel) {}
+  constructor(
+    private readonly conversations: ConversationModel,
+    private readonly logger: Logger,
+  ) {}
 
-  /** Newest first, without message bodies; `beforeId` continues after a previous page. */
-  page(userId: number, limit: number, beforeId?: number): Promise<ConversationRecord[]> {
+  /**
+   * Newest first, without message bodies; `beforeId` continues after a previous page. Other
+   * writers share the collection: a row the schema cannot show (an id stored as a 64-bit
+   * integer, a field missing) is left out and logged rather than failing the whole page, and
+   * the rows after it fill its place (one more read, only then).
+   */
+  async page(userId: number, limit: number, beforeId?: number): Promise<ConversationRecord[]> {
     const filter = beforeId === undefined ? { userId } : { userId, id: { $lt: beforeId } };
-    return this.read(filter, { projection: SUMMARY, sort: { id: -1 }, limit });
+    const rows: ConversationRecord[] = [];
+    // Past left-out rows by position: their ids may not even be numbers to continue from.
+    for (let read = 0; ; ) {
+      const wanted = limit - rows.length;
+      const batch = await this.read<Record<string, unknown>>(filter, {
+        projection: SUMMARY,
+        sort: { id: -1 },
+        limit: wanted,
+        ...(read > 0 && { skip: read }),
+      });
+      read += batch.length;
+      for (const row of batch) {
+        const field = fieldThatDoesNotFit(row);
+        if (field === undefined) {
+          rows.push(row as unknown as ConversationRecord);
+        } else {
+          // The id as a string: a 64-bit id may not survive as a JSON number.
+          const misfit = { userId, conversationId: String(row.id), field };
+          this.logger.warn(misfit, 'stored conversation left out of a page: a field does not fit the schema');
+        }
+      }
+      if (rows.length === limit || batch.length < wanted) return rows;
+    }
   }
 
   /** Whole conversations, messages included, in no particular order. */
@@ -63,4 +95,17 @@ export class ConversationStore {
     const { userId, id, ...fields } = conversation;
     await this.conversations.updateOne({ userId, id }, { $set: fields }, { upsert: true });
   }
+}
+
+const isInt = (value: unknown): boolean =>
+  typeof value === 'number' && Number.isInteger(value) && value >= GRAPHQL_MIN_INT && value <= GRAPHQL_MAX_INT;
+
+/** The first field of a stored summary that its GraphQL type cannot show (`Int` is 32 bits), if any. */
+function fieldThatDoesNotFit(row: Record<string, unknown>): string | undefined {
+  if (!isInt(row.id)) return 'id';
+  if (!isInt(row.userId)) return 'userId';
+  if (typeof row.name !== 'string') return 'name';
+  if (typeof row.model !== 'string') return 'model';
+  if (typeof row.enableWeb !== 'boolean') return 'enableWeb';
+  return undefined;
 }

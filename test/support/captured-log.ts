@@ -28,7 +28,7 @@ export function captureLog(): CapturedLog {
 }
 
 /** The real service on a fresh test database, logging at `info` into memory. Tokens: `TEST_JWT_SECRET`. */
-export async function startGatewayWithCapturedLog(): Promise<RunningService & { log: CapturedLog }> {
+export async function startGatewayWithCapturedLog(environment: Record<string, string> = {}): Promise<RunningService & { log: CapturedLog }> {
   const testDatabase = await startTestDatabase();
   const log = captureLog();
   const config = loadConfig({
@@ -37,6 +37,7 @@ export async function startGatewayWithCapturedLog(): Promise<RunningService & { 
     MONGODB_URI: testDatabase.uri,
     JWT_SECRET: TEST_JWT_SECRET,
     RATE_LIMIT: '0',
+    ...environment,
   });
   const service = await startService(config, log.logger);
   return {

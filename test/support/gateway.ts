@@ -42,25 +42,28 @@ export async function startTestGateway(environment: Record<string, string> = {},
     seed: async (data) => {
       await loadSeed(service.domains, data);
     },
-    async commandsDuring(work) {
-      const seen: string[] = [];
-      const client = service.database.connection.getClient();
-      const listener = (event: CommandStartedEvent) => {
-        if (!['hello', 'isMaster', 'ismaster'].includes(event.commandName)) seen.push(event.commandName);
-      };
-      client.on('commandStarted', listener);
-      try {
-        await work();
-      } finally {
-        client.off('commandStarted', listener);
-      }
-      return seen;
-    },
+    commandsDuring: (work) => commandsDuring(service, work),
     async stop() {
       await service.stop();
       await testDatabase.stop();
     },
   };
+}
+
+/** Names of the database commands `service` sends while `work` runs (handshakes and heartbeats excluded). */
+export async function commandsDuring(service: Pick<RunningService, 'database'>, work: () => Promise<unknown>): Promise<string[]> {
+  const seen: string[] = [];
+  const client = service.database.connection.getClient();
+  const listener = (event: CommandStartedEvent) => {
+    if (!['hello', 'isMaster', 'ismaster'].includes(event.commandName)) seen.push(event.commandName);
+  };
+  client.on('commandStarted', listener);
+  try {
+    await work();
+  } finally {
+    client.off('commandStarted', listener);
+  }
+  return seen;
 }
 
 export interface GraphQLResponse<T = Record<string, unknown>> {
