@@ -1,11 +1,12 @@
 import type { ApolloServer } from '@apollo/server';
 import { expressMiddleware } from '@as-integrations/express5';
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import type { Authenticator } from './auth/authenticator.js';
 import { callerOf, requireCaller } from './auth/require-caller.js';
 import type { TrustProxy } from './config.js';
 import type { CreateContext, RequestContext } from './context.js';
 import type { Database } from './db/database.js';
+import { methodNotAllowed } from './errors.js';
 import { graphqlFailures, legacyFailures, noSuchPath } from './http/failures.js';
 import { healthRoutes } from './http/health.js';
 import { BODY_LIMIT_BYTES } from './limits.js';
@@ -18,6 +19,7 @@ import type { PreparedRoute } from './rest/executor.js';
 import { inProcessExecutor } from './rest/in-process-executor.js';
 import { legacyEndpoints } from './rest/legacy-router.js';
 import { credentialedGetIsPreflighted } from './security/credentialed-get.js';
+import { crossOrigin } from './security/cross-origin.js';
 import { securityHeaders } from './security/http-headers.js';
 import type { RateLimits } from './security/rate-limit.js';
 
@@ -36,6 +38,10 @@ export interface AppOptions {
   graphqlLog: GraphQLLogging;
   logger: Logger;
   trustProxy: TrustProxy;
+  /** Browser origins allowed to call the API (CORS); empty, none. */
+  corsOrigins: readonly string[];
+  /** Where the legacy endpoints are served besides the root, e.g. `/api`. */
+  restBasePath: string | undefined;
   /** GraphiQL at `GET /graphql` for browsers; absent, no playground. */
   playground: PlaygroundOptions | undefined;
 }
@@ -54,8 +60,13 @@ export function createApp(options: AppOptions): Express {
   // Probes and scrapes: no credentials, no rate limit, not in the request log.
   app.use(healthRoutes(options.database));
   app.get('/metrics', metrics.endpoint);
+  // Preflights are answered before any limit: they carry no credentials and cost nothing, and a
+  // refused preflight would reach the page as a network error, not as a 429 it could wait out.
+  app.use(crossOrigin(options.corsOrigins));
   app.use(rateLimits.byAddress);
 
+  // Before the playground's router, which would answer an OPTIONS itself.
+  app.use('/graphql', graphqlMethods);
   if (options.playground) app.use(playgroundRouter(options.playground));
   app.use(
     '/graphql',
@@ -75,9 +86,19 @@ export function createApp(options: AppOptions): Express {
   app.use(
     ...legacyEndpoints(options.restRoutes, inProcessExecutor(apollo, authenticator, createContext), {
       afterAuthentication: [rateLimits.byCaller],
+      basePath: options.restBasePath,
     }),
   );
 
   app.use(noSuchPath, legacyFailures('error'));
   return app;
 }
+
+/**
+ * Other methods are refused before credentials are looked at, as on the legacy paths: among
+ * them an `OPTIONS` that is not a preflight from an allowed origin (those are answered earlier).
+ */
+const graphqlMethods: RequestHandler = (request, _response, next) => {
+  if (!['GET', 'HEAD', 'POST'].includes(request.method)) throw methodNotAllowed('GET, POST');
+  next();
+};

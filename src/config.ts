@@ -25,6 +25,10 @@ export interface Config {
   /** Which proxies may name the client's address in `X-Forwarded-For` (for per-address rate limits and logs). */
   trustProxy: TrustProxy;
   playground: boolean;
+  /** Browser origins allowed to call the API from another origin; empty, no CORS headers at all. */
+  corsOrigins: string[];
+  /** A prefix under which the legacy endpoints are served as well as at the root, e.g. `/api`. */
+  restBasePath: string | undefined;
 }
 
 /** Express's `trust proxy`: off, on, a number of hops, or the addresses / subnets / names it trusts. */
@@ -35,6 +39,30 @@ function parseTrustProxy(value: string | undefined): TrustProxy {
   if (value === 'true') return true;
   if (/^[0-9]+$/.test(value)) return Number(value);
   return value.split(',').map((entry) => entry.trim());
+}
+
+/**
+ * The first path segments the service serves itself: a base path among them (or under one) would
+ * shadow or be shadowed by those paths. The legacy endpoints' own segments are here too.
+ */
+const SERVED_SEGMENTS = ['graphql', 'healthz', 'readyz', 'metrics', 'openapi.json', 'playground', 'conversation', 'quota', 'buy', 'package'];
+
+/** The non-empty entries of a comma-separated list. */
+const entriesOf = (value: string) =>
+  value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+
+/** `CORS_ORIGINS`: each entry exactly an origin as browsers send it (`scheme://host[:port]`), never a wildcard. */
+function originProblems(value: string): string[] {
+  return entriesOf(value).flatMap((entry) => {
+    if (entry.includes('*')) return [`"${entry}": wildcards are not allowed, list each origin`];
+    const url = URL.canParse(entry) ? new URL(entry) : undefined;
+    if (url?.origin === entry && /^https?:$/.test(url.protocol)) return [];
+    const suggestion = url && /^https?:$/.test(url.protocol) ? ` (did you mean ${url.origin}?)` : '';
+    return [`"${entry}" is not an origin: give http(s)://host[:port], with no path or trailing slash${suggestion}`];
+  });
 }
 
 const optionalText = z
@@ -83,6 +111,22 @@ const environmentSchema = z
       'must be true, false, a number of proxies, or a comma-separated list of addresses, subnets or loopback/uniquelocal',
     ),
     PLAYGROUND: z.enum(['on', 'off']).optional(),
+    CORS_ORIGINS: z
+      .string()
+      .default('')
+      .superRefine((value, context) => {
+        for (const message of originProblems(value)) context.addIssue({ code: 'custom', message });
+      })
+      .transform((value) => [...new Set(entriesOf(value))]),
+    REST_BASE_PATH: optionalText
+      .refine(
+        (path) => path === undefined || /^(\/(?!\.+(\/|$))[\w.~-]+)+$/.test(path),
+        'must start with / and name one or more path segments (letters, digits, . _ ~ -), without a trailing slash, e.g. /api',
+      )
+      .refine(
+        (path) => path === undefined || !SERVED_SEGMENTS.includes(path.split('/')[1]?.toLowerCase() ?? ''),
+        `must not start with a path the service serves itself (${SERVED_SEGMENTS.map((segment) => `/${segment}`).join(', ')})`,
+      ),
   })
 
 /** Rules across variables, checked even when single variables are wrong, so every problem is told at once. */
@@ -128,5 +172,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     metricsToken: env.METRICS_TOKEN,
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     playground: env.PLAYGROUND === undefined ? !production : env.PLAYGROUND === 'on',
+    corsOrigins: env.CORS_ORIGINS,
+    restBasePath: env.REST_BASE_PATH,
   };
 }

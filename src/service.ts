@@ -108,12 +108,14 @@ export async function startService(config: Config, logger: Logger, options: Serv
     authenticator,
     rateLimits: createRateLimits(config.rateLimit),
     restRoutes: prepareRoutes(restRoutes, schema),
-    openApi: JSON.stringify(openApiDocument(restRoutes, packageVersion)),
+    openApi: JSON.stringify(openApiDocument(restRoutes, packageVersion, config.restBasePath)),
     database,
     metrics,
     graphqlLog,
     logger,
     trustProxy: config.trustProxy,
+    corsOrigins: config.corsOrigins,
+    restBasePath: config.restBasePath,
     // The playground offers the printed demo token, except in production.
     playground: config.playground ? { demoToken: config.production ? undefined : demoToken } : undefined,
   });

@@ -25,6 +25,8 @@ const app = createSidecarApp({
   upstream,
   timeoutMs,
   trustProxy: config.trustProxy,
+  corsOrigins: config.corsOrigins,
+  basePath: config.restBasePath,
   logger,
 });
 const server = app.listen(port, values.host ?? config.host, () => {

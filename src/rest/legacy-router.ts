@@ -12,6 +12,8 @@ const readBody = express.text({ type: () => true, limit: BODY_LIMIT_BYTES });
 export interface LegacyEndpointsOptions {
   /** Steps between authentication and the answer, such as the per-caller rate limit. */
   afterAuthentication: RequestHandler[];
+  /** A prefix under which every endpoint is served as well as at the root, e.g. `/api`. */
+  basePath?: string | undefined;
 }
 
 /**
@@ -19,6 +21,7 @@ export interface LegacyEndpointsOptions {
  * failures in each endpoint's shape (`errors.ts`), to be mounted together. Each request is a chain
  * of steps: open the caller's session (credentials first: a refused caller gets 401 before its
  * body is even read), the steps after authentication, read the body on POST, then answer.
+ * Every endpoint is served at its path and under the base path, with the same answers.
  */
 export function legacyEndpoints(
   routes: readonly PreparedRoute[],
@@ -26,34 +29,36 @@ export function legacyEndpoints(
   options: LegacyEndpointsOptions,
 ): [Router, ErrorRequestHandler] {
   const router = Router();
-  for (const route of routes) {
+  const prefixes = options.basePath ? ['', options.basePath] : [''];
+  const served = routes.flatMap((route) => prefixes.map((prefix) => ({ route, path: prefix + route.path })));
+  for (const { route, path } of served) {
     const steps = [openSession(executor), ...options.afterAuthentication, ...(route.method === 'POST' ? [readBody] : []), answer(route)];
     // Express answers HEAD with the GET route; HEAD must never change anything, so a mutation refuses it.
     if (route.method === 'GET' && route.prepared.changesData) {
-      router.head(route.path, () => {
+      router.head(path, () => {
         throw methodNotAllowed(route.method);
       });
     }
-    if (route.method === 'GET') router.get(route.path, ...steps);
-    else router.post(route.path, ...steps);
-    router.all(route.path, () => {
+    if (route.method === 'GET') router.get(path, ...steps);
+    else router.post(path, ...steps);
+    router.all(path, () => {
       throw methodNotAllowed(route.method);
     });
   }
   // At the app's level, not in the router: Express hands a router no failure thrown before it (the per-address limit).
-  return [router, failuresInTheShapeOf(routes)];
+  return [router, failuresInTheShapeOf(served)];
 }
 
 /**
  * Answers a failure in its endpoint's shape: the route that threw it, or the one at its path when
  * it was thrown before routing. Other paths are left to the fallback.
  */
-function failuresInTheShapeOf(routes: readonly PreparedRoute[]): ErrorRequestHandler {
-  const handlers = new Map(routes.map((route) => [route.path, legacyFailures(route.failureField)]));
+function failuresInTheShapeOf(served: readonly { route: PreparedRoute; path: string }[]): ErrorRequestHandler {
+  const handlers = new Map(served.map(({ route, path }) => [path.toLowerCase(), legacyFailures(route.failureField)]));
   return (error, request, response, next) => {
     // Express matches paths without regard to case or a trailing slash.
-    const path = (request.route as { path?: string } | undefined)?.path ?? request.path.toLowerCase().replace(/(.)\/$/, '$1');
-    const answer = handlers.get(path);
+    const path = (request.route as { path?: string } | undefined)?.path ?? request.path.replace(/(.)\/$/, '$1');
+    const answer = handlers.get(path.toLowerCase());
     if (answer === undefined) return next(error);
     answer(error, request, response, next);
   };

@@ -68,9 +68,11 @@ function queryParameters(route: RestRoute): object[] {
 /**
  * The OpenAPI 3.1 description of the legacy endpoints, generated from the route table:
  * parameters, bodies and answers from the zod schemas that parse and type them, failures
- * from the renderer that writes them, so that it cannot drift from what is served.
+ * from the renderer that writes them, so that it cannot drift from what is served. Served
+ * under `basePath` too, the endpoints are listed once with a second server: client
+ * generators pick a server, where listing every path twice would give each operation twice.
  */
-export function openApiDocument(routes: readonly RestRoute[], version: string): Record<string, unknown> {
+export function openApiDocument(routes: readonly RestRoute[], version: string, basePath?: string): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     const fields = [route.failureField];
@@ -114,7 +116,10 @@ export function openApiDocument(routes: readonly RestRoute[], version: string): 
         "404 (`NoSuchEndpoint`); a documented path with another method answers 405 (`MethodNotAllowed`) in that " +
         "endpoint's failure field.",
     },
-    servers: [{ url: '/', description: 'This server' }],
+    servers: [
+      { url: '/', description: 'This server' },
+      ...(basePath ? [{ url: basePath, description: 'This server, under its REST base path' }] : []),
+    ],
     components: {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },

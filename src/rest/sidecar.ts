@@ -4,6 +4,7 @@ import { buildSchema } from '../graphql/schema.js';
 import { legacyFailures, noSuchPath } from '../http/failures.js';
 import type { Logger } from '../logger.js';
 import { requestLogging } from '../observability/request-log.js';
+import { crossOrigin } from '../security/cross-origin.js';
 import { securityHeaders } from '../security/http-headers.js';
 import { prepareRoutes } from './executor.js';
 import { legacyEndpoints } from './legacy-router.js';
@@ -18,6 +19,10 @@ export interface SidecarOptions {
   logger: Logger;
   /** Express's `trust proxy`: which proxies in front may name the client's address. */
   trustProxy: TrustProxy;
+  /** Browser origins allowed to call the endpoints (CORS); empty, none. */
+  corsOrigins: readonly string[];
+  /** Where the endpoints are served besides the root, e.g. `/api`. */
+  basePath: string | undefined;
 }
 
 /** The legacy REST layer alone, in front of a remote GraphQL endpoint: same table, same bodies. */
@@ -30,9 +35,15 @@ export function createSidecarApp(options: SidecarOptions): Express {
   app.get('/healthz', (_request, response) => {
     response.json({ status: 'ok' });
   });
+  app.use(crossOrigin(options.corsOrigins));
   // The gateway limits callers itself, and its refusals are answered like local ones.
   const routes = prepareRoutes(legacyRoutes, buildSchema());
-  app.use(...legacyEndpoints(routes, remoteExecutor(options.upstream, options.timeoutMs), { afterAuthentication: [] }));
+  app.use(
+    ...legacyEndpoints(routes, remoteExecutor(options.upstream, options.timeoutMs), {
+      afterAuthentication: [],
+      basePath: options.basePath,
+    }),
+  );
   app.use(noSuchPath, legacyFailures('error'));
   return app;
 }

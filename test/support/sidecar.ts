@@ -9,8 +9,18 @@ export interface TestSidecar {
 }
 
 /** The REST layer as a separate HTTP server in front of `upstream`, on 127.0.0.1. */
-export async function startTestSidecar(upstream: string, timeoutMs = 5_000): Promise<TestSidecar> {
-  const app = createSidecarApp({ upstream: new URL(upstream), timeoutMs, trustProxy: false, logger: createLogger({ logLevel: 'silent' }) });
+export async function startTestSidecar(
+  upstream: string,
+  options: { timeoutMs?: number; corsOrigins?: string[]; basePath?: string } = {},
+): Promise<TestSidecar> {
+  const app = createSidecarApp({
+    upstream: new URL(upstream),
+    timeoutMs: options.timeoutMs ?? 5_000,
+    trustProxy: false,
+    corsOrigins: options.corsOrigins ?? [],
+    basePath: options.basePath,
+    logger: createLogger({ logLevel: 'silent' }),
+  });
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });
