@@ -1,23 +1,16 @@
-import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium, skipsBrowserTest } from '../support/browser.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT = '/tmp/chat-gateway-playground.png';
-const hasChromium = existsSync(CHROMIUM);
-/** CI (which sets CI, as .ci/run does) must run this test: there a missing Chromium fails it. */
-const required = Boolean(process.env.CI);
-if (!hasChromium && !required) {
-  console.warn(`${CHROMIUM} is missing: the playground browser test is skipped (apt-get install chromium to run it).`);
-}
 
-describe.skipIf(!hasChromium && !required)('the playground in a real browser', () => {
+describe.skipIf(skipsBrowserTest('the playground browser test'))('the playground in a real browser', () => {
   let gateway: TestGateway;
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!hasChromium) throw new Error(`${CHROMIUM} is missing, and CI must run the playground in a browser: apt-get install chromium`);
+    browser = await launchChromium();
     // No JWT_SECRET: the service makes a demo token, which the page pre-fills.
     gateway = await startTestGateway({ JWT_SECRET: '' });
     await gateway.seed({
@@ -25,10 +18,6 @@ describe.skipIf(!hasChromium && !required)('the playground in a real browser', (
       conversations: [
         { userId: 1, id: 1, name: 'Lisbon trip', model: 'gpt-4o', enableWeb: false, messages: [{ role: 'user', content: 'Three days in Lisbon?' }] },
       ],
-    });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
     });
   });
   afterAll(async () => {
