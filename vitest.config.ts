@@ -8,10 +8,21 @@ export default defineConfig({
     alias: [{ find: /^graphql$/, replacement: 'graphql/index.js' }],
   },
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    projects: [
+      {
+        extends: true,
+        // Workspace packages are imported from their TypeScript sources (see the README's "Workspace packages").
+        ssr: { resolve: { conditions: ['chat-gateway-source'] } },
+        test: {
+          name: 'gateway',
+          include: ['test/**/*.test.ts'],
+          globalSetup: ['test/support/global-setup.ts'],
+        },
+      },
+      'packages/*',
+    ],
   },
 });

@@ -10,7 +10,7 @@ import type { Config } from './config.js';
 import type { CreateContext } from './context.js';
 import { createConversations, type Conversations } from './conversations/index.js';
 import { buildIndexes, connectDatabase, type Database } from './db/database.js';
-import { startEmbeddedServer } from './db/embedded/server.js';
+import { startEmbeddedServer } from '@chat-gateway/embedded-mongodb';
 import { withDatabaseName } from './db/uri.js';
 import { createApolloServer } from './graphql/apollo.js';
 import { buildSchema } from './graphql/schema.js';

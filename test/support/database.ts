@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { MongoClient } from 'mongodb';
-import { startEmbeddedServer } from '../../src/db/embedded/server.js';
+import { startEmbeddedServer } from '@chat-gateway/embedded-mongodb';
 import { withDatabaseName } from '../../src/db/uri.js';
 
 export interface TestDatabase {

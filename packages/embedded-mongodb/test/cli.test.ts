@@ -1,8 +1,11 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { MongoClient } from 'mongodb';
 import { describe, expect, it } from 'vitest';
+
+const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -13,10 +16,10 @@ async function freePort(): Promise<number> {
   return typeof address === 'object' && address ? address.port : 0;
 }
 
-describe('npm run embedded-db', () => {
+describe('embedded-mongodb (the command line)', () => {
   it('serves the driver on the given port, announces its URI and exits 0 on SIGTERM', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, ['dist/cli/embedded-db.js', '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = once(child, 'exit');
     try {
       const uri = await new Promise<string>((resolve, reject) => {

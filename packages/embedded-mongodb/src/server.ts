@@ -1,32 +1,27 @@
 import { createServer, type Socket } from 'node:net';
 import { handleMessage } from './commands/dispatch.js';
-import { Engine, type CommandEvent } from './engine.js';
+import { Engine } from './engine.js';
 import { MessageFramer } from './wire.js';
 
-export type { CommandEvent } from './engine.js';
+export interface EmbeddedServerOptions {
+  /** TCP address to listen on; default 127.0.0.1. */
+  host?: string;
+  /** TCP port; default 0 (a free port). */
+  port?: number;
+}
 
 export interface EmbeddedServer {
   /** e.g. mongodb://127.0.0.1:54321/?directConnection=true  (no database name in the path) */
   readonly uri: string;
-  readonly host: string;
-  readonly port: number;
-  /** Stops listening and destroys open sockets. */
+  /** Stops listening and destroys open connections. */
   close(): Promise<void>;
-  /**
-   * Commands received since start, by command name (`find`, `insert`, ...).
-   * Connection handshakes and the driver's periodic monitoring appear as
-   * `isMaster`/`ismaster`/`hello`; leave those out when counting the work of a request.
-   */
-  commandCounts(): Record<string, number>;
-  /** Calls `listener` as each command arrives (before it runs); returns a function that unsubscribes. */
-  onCommand(listener: (event: CommandEvent) => void): () => void;
 }
 
 /**
  * Starts a MongoDB-compatible server on TCP (default 127.0.0.1 on a free port).
  * Data lives in memory for the life of the server.
  */
-export async function startEmbeddedServer(options: { host?: string; port?: number } = {}): Promise<EmbeddedServer> {
+export async function startEmbeddedServer(options: EmbeddedServerOptions = {}): Promise<EmbeddedServer> {
   const host = options.host ?? '127.0.0.1';
   const engine = new Engine();
   const sockets = new Set<Socket>();
@@ -50,19 +45,12 @@ export async function startEmbeddedServer(options: { host?: string; port?: numbe
 
   return {
     uri: `mongodb://${uriHost}:${port}/?directConnection=true`,
-    host,
-    port,
     close: () =>
       new Promise<void>((resolve) => {
         engine.close();
         for (const socket of sockets) socket.destroy();
         server.close(() => resolve());
       }),
-    commandCounts: () => Object.fromEntries(engine.commandCounts),
-    onCommand(listener) {
-      engine.commandListeners.add(listener);
-      return () => engine.commandListeners.delete(listener);
-    },
   };
 }
 

@@ -1,5 +1,40 @@
+import { randomBytes } from 'node:crypto';
 import { MongoClient, type Collection, type Db, type MongoClientOptions, type ObjectId } from 'mongodb';
-import { startTestDatabase, type TestDatabase } from '../support/database.js';
+import { startEmbeddedServer, type EmbeddedServerOptions } from '../../src/index.js';
+
+export interface TestDatabase {
+  /** Connection string of the server (no database name in it). */
+  uri: string;
+  /** A fresh database name for this test file. */
+  dbName: string;
+  /** Drops the database (real MongoDB) or stops the engine (embedded). */
+  stop(): Promise<void>;
+}
+
+/**
+ * A fresh database for one test file: on the real MongoDB named by
+ * `MONGODB_URI` when set, otherwise on an embedded engine on a free loopback port.
+ */
+export async function startTestDatabase(options: EmbeddedServerOptions = {}): Promise<TestDatabase> {
+  const dbName = `test_${randomBytes(6).toString('hex')}`;
+  const external = process.env.MONGODB_URI;
+  if (external) {
+    return {
+      uri: external,
+      dbName,
+      async stop() {
+        const client = await MongoClient.connect(external);
+        try {
+          await client.db(dbName).dropDatabase();
+        } finally {
+          await client.close();
+        }
+      },
+    };
+  }
+  const server = await startEmbeddedServer({ host: '127.0.0.1', port: 0, ...options });
+  return { uri: server.uri, dbName, stop: () => server.close() };
+}
 
 /** Documents of any shape: the tests choose their own `_id` types, which the driver's schema typing would refuse. */
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -18,8 +53,8 @@ export interface Connected {
 }
 
 /** A fresh test database (embedded, or real MongoDB when MONGODB_URI is set) and a driver client on it. */
-export async function connect(options: MongoClientOptions = {}): Promise<Connected> {
-  const database = await startTestDatabase();
+export async function connect(options: MongoClientOptions = {}, server: EmbeddedServerOptions = {}): Promise<Connected> {
+  const database = await startTestDatabase(server);
   const client = await MongoClient.connect(database.uri, options);
   return {
     database,

@@ -1,7 +1,7 @@
 import { connect as netConnect, type Socket } from 'node:net';
 import { BSON, type Document } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, type Connected } from './connect.js';
+import { connect, type Connected } from './support/connect.js';
 
 let t: Connected;
 let host: string;

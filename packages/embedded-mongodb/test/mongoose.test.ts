@@ -1,6 +1,6 @@
 import mongoose, { Schema, type Connection } from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestDatabase, type TestDatabase } from '../support/database.js';
+import { startTestDatabase, type TestDatabase } from './support/connect.js';
 
 let database: TestDatabase;
 let connection: Connection;
@@ -22,7 +22,7 @@ const userSchema = new Schema({ id: { type: Number, unique: true }, username: St
 
 beforeAll(async () => {
   database = await startTestDatabase();
-  connection = await mongoose.createConnection(database.uri, { autoIndex: true, autoCreate: true }).asPromise();
+  connection = await mongoose.createConnection(database.uri, { dbName: database.dbName, autoIndex: true, autoCreate: true }).asPromise();
 });
 
 afterAll(async () => {

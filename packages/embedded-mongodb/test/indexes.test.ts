@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { connect, serverError, type Connected } from './connect.js';
+import { connect, serverError, type Connected } from './support/connect.js';
 
 let t: Connected;
 

@@ -1,6 +1,6 @@
 import { Long, type CommandStartedEvent } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, serverError, type AnyDocument, type Connected } from './connect.js';
+import { connect, serverError, type AnyDocument, type Connected } from './support/connect.js';
 
 let t: Connected;
 const started: CommandStartedEvent[] = [];

@@ -1,6 +1,6 @@
 import { ObjectId } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, serverError, type Connected } from './connect.js';
+import { connect, serverError, type Connected } from './support/connect.js';
 
 let t: Connected;
 

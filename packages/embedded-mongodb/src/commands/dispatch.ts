@@ -85,7 +85,6 @@ function runLegacyQuery(engine: Engine, message: OpQueryRequest, connectionId: n
 }
 
 function run(engine: Engine, request: CommandRequest): Buffer {
-  engine.recordCommand({ name: request.name, db: request.db });
   try {
     return encode(execute(engine, request));
   } catch (error) {

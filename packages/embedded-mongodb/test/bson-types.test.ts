@@ -1,6 +1,6 @@
 import { Binary, Decimal128, Double, Int32, Long, ObjectId, Timestamp, UUID } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, type Connected } from './connect.js';
+import { connect, type Connected } from './support/connect.js';
 
 let t: Connected;
 

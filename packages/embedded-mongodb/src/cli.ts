@@ -1,0 +1,58 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { startEmbeddedServer } from './server.js';
+
+const USAGE = `Usage: embedded-mongodb [--port N] [--host H]
+
+Runs the embedded MongoDB-compatible engine (in memory; data is lost on exit)
+and prints its connection string once it accepts connections.
+
+  --port N   TCP port (default 27017; 0 picks a free one)
+  --host H   address to listen on (default 127.0.0.1)
+  --help     this text`;
+
+function fail(message: string): never {
+  console.error(message);
+  process.exit(2);
+}
+
+async function main(): Promise<void> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        port: { type: 'string', default: '27017' },
+        host: { type: 'string', default: '127.0.0.1' },
+        help: { type: 'boolean', default: false },
+      },
+    }));
+  } catch (error) {
+    fail(`${(error as Error).message} (see --help)`);
+  }
+  if (values.help) {
+    console.log(USAGE);
+    return;
+  }
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be an integer from 0 to 65535, got "${values.port}"`);
+
+  const server = await startEmbeddedServer({ host: values.host, port });
+  console.log(`Embedded MongoDB-compatible engine listening on ${server.uri} (in memory; data is lost on exit)`);
+
+  let stopping = false;
+  const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
+    server.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+});
