@@ -1,10 +1,15 @@
-import type { Document } from 'bson';
+import { UUID } from 'bson';
 import { Collection } from './collection.js';
+import { defaultSettings, type CollectionSettings } from './collection-options.js';
 import { CommandError, ErrorCode } from './errors.js';
+import type { Oplog } from './oplog.js';
 
 /** All databases and their collections; a database exists while it holds a collection. */
 export class Catalog {
   private readonly databases = new Map<string, Map<string, Collection>>();
+
+  /** `oplog`: where changes are recorded. */
+  constructor(private readonly oplog: Oplog) {}
 
   collection(db: string, name: string): Collection | undefined {
     return this.databases.get(db)?.get(name);
@@ -14,10 +19,10 @@ export class Catalog {
   ensureCollection(db: string, name: string): { collection: Collection; created: boolean } {
     const existing = this.collection(db, name);
     if (existing) return { collection: existing, created: false };
-    return { collection: this.createCollection(db, name, {}), created: true };
+    return { collection: this.createCollection(db, name, defaultSettings()), created: true };
   }
 
-  createCollection(db: string, name: string, options: Document): Collection {
+  createCollection(db: string, name: string, settings: CollectionSettings): Collection {
     validateNamespace(db, name);
     let collections = this.databases.get(db);
     if (!collections) {
@@ -27,7 +32,7 @@ export class Catalog {
     if (collections.has(name)) {
       throw new CommandError(ErrorCode.NamespaceExists, `Collection ${db}.${name} already exists.`);
     }
-    const collection = new Collection(db, name, options);
+    const collection = new Collection(db, name, this.oplog, settings);
     collections.set(name, collection);
     return collection;
   }
@@ -38,11 +43,54 @@ export class Catalog {
     if (!collections || !collection) return undefined;
     collections.delete(name);
     if (collections.size === 0) this.databases.delete(db);
+    this.oplog.append({ operation: 'drop', db, collection: name });
     return collection;
   }
 
+  /** Renames a collection (replacing `to` when `dropTarget`), as one change. */
+  renameCollection(from: { db: string; name: string }, to: { db: string; name: string }, dropTarget: boolean): void {
+    const source = this.collection(from.db, from.name);
+    if (!source) throw new CommandError(ErrorCode.NamespaceNotFound, 'source namespace does not exist');
+    validateNamespace(to.db, to.name);
+    if (this.collection(to.db, to.name)) {
+      if (!dropTarget) throw new CommandError(ErrorCode.NamespaceExists, 'target namespace exists');
+      this.dropCollection(to.db, to.name);
+    }
+    this.databases.get(from.db)!.delete(from.name);
+    if (this.databases.get(from.db)!.size === 0) this.databases.delete(from.db);
+    source.moveTo(to.db, to.name);
+    let collections = this.databases.get(to.db);
+    if (!collections) {
+      collections = new Map();
+      this.databases.set(to.db, collections);
+    }
+    collections.set(to.name, source);
+    this.oplog.append({ operation: 'rename', db: from.db, collection: from.name, to: { db: to.db, collection: to.name } });
+  }
+
+  /**
+   * Replaces a collection's documents (indexes and options kept) with `docs`,
+   * as `$out` does: written to a temporary collection renamed over the target,
+   * so nothing changes if any document is refused.
+   */
+  replaceContents(db: string, name: string, docs: Buffer[]): void {
+    const existing = this.collection(db, name);
+    const temporary = `tmp.agg_out.${new UUID().toHexString()}`;
+    const fresh = this.createCollection(db, temporary, existing?.settings ?? defaultSettings());
+    try {
+      if (existing) fresh.addIndexes(existing.indexes.slice(1).map((index) => index.definition));
+      for (const doc of docs) fresh.insert(doc);
+    } catch (error) {
+      this.dropCollection(db, temporary);
+      throw error;
+    }
+    this.renameCollection({ db, name: temporary }, { db, name }, true);
+  }
+
   dropDatabase(db: string): void {
+    for (const collection of this.collections(db)) this.dropCollection(db, collection.name);
     this.databases.delete(db);
+    this.oplog.append({ operation: 'dropDatabase', db });
   }
 
   databaseNames(): string[] {

@@ -2,14 +2,16 @@
 import { parseArgs } from 'node:util';
 import { startEmbeddedServer } from './server.js';
 
-const USAGE = `Usage: embedded-mongodb [--port N] [--host H]
+const USAGE = `Usage: embedded-mongodb [--port N] [--host H] [--replica-set NAME | --standalone]
 
 Runs the embedded MongoDB-compatible engine (in memory; data is lost on exit)
 and prints its connection string once it accepts connections.
 
-  --port N   TCP port (default 27017; 0 picks a free one)
-  --host H   address to listen on (default 127.0.0.1)
-  --help     this text`;
+  --port N              TCP port (default 27017; 0 picks a free one)
+  --host H              address to listen on (default 127.0.0.1)
+  --replica-set NAME    name of the single-member replica set it presents (default rs0)
+  --standalone          present a standalone server instead: no change streams, no retryable writes
+  --help                this text`;
 
 function fail(message: string): never {
   console.error(message);
@@ -23,6 +25,8 @@ async function main(): Promise<void> {
       options: {
         port: { type: 'string', default: '27017' },
         host: { type: 'string', default: '127.0.0.1' },
+        'replica-set': { type: 'string', default: 'rs0' },
+        standalone: { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
     }));
@@ -33,11 +37,13 @@ async function main(): Promise<void> {
     console.log(USAGE);
     return;
   }
+  if (!values.standalone && values['replica-set'].length === 0) fail('--replica-set needs a name (see --help)');
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be an integer from 0 to 65535, got "${values.port}"`);
 
-  const server = await startEmbeddedServer({ host: values.host, port });
-  console.log(`Embedded MongoDB-compatible engine listening on ${server.uri} (in memory; data is lost on exit)`);
+  const server = await startEmbeddedServer({ host: values.host, port, replicaSet: values.standalone ? false : values['replica-set'] });
+  const topology = values.standalone ? 'standalone' : `replica set ${values['replica-set']}`;
+  console.log(`Embedded MongoDB-compatible engine (${topology}) listening on ${server.uri} (in memory; data is lost on exit)`);
 
   let stopping = false;
   const stop = (): void => {

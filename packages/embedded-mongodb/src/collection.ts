@@ -1,9 +1,11 @@
 import { UUID, type Document } from 'bson';
 import { BTree } from './btree.js';
+import { defaultSettings, type CollectionSettings } from './collection-options.js';
 import { CommandError, ErrorCode } from './errors.js';
-import { Index, type IndexDefinition } from './indexes.js';
+import { Index, INDEX_MAX, INDEX_MIN, type IndexDefinition } from './indexes.js';
+import type { Oplog, UpdateDescription } from './oplog.js';
 import { asBuffer, documentFromElements, rawElements } from './raw-bson.js';
-import { promoted } from './values.js';
+import { typed } from './values.js';
 
 /**
  * Stored documents are copied into large chunks: small Buffers from Node's
@@ -51,15 +53,37 @@ export class Collection {
   dataSize = 0;
 
   constructor(
-    readonly db: string,
-    readonly name: string,
-    readonly options: Document = {},
+    public db: string,
+    public name: string,
+    /** Where committed changes are recorded. */
+    private readonly oplog: Oplog,
+    readonly settings: CollectionSettings = defaultSettings(),
   ) {
     this.indexes = [new Index({ name: '_id_', key: { _id: 1 }, unique: true })];
   }
 
   get ns(): string {
     return `${this.db}.${this.name}`;
+  }
+
+  /** A rename keeps the data, indexes and identity. */
+  moveTo(db: string, name: string): void {
+    this.db = db;
+    this.name = name;
+  }
+
+  /**
+   * Refuses a document the collection's validator rejects (with
+   * validationLevel "moderate", only when the document it replaces was valid).
+   */
+  validate(doc: Document, previous?: Document): void {
+    const validation = this.settings.validation;
+    if (!validation || validation.level === 'off') return;
+    if (validation.level === 'moderate' && previous && !validation.matcher.test(previous)) return;
+    if (validation.matcher.test(doc) || validation.action === 'warn') return;
+    throw new CommandError(ErrorCode.DocumentValidationFailure, 'Document failed validation', {
+      errInfo: { failingDocumentId: doc._id, details: { operatorName: '$and', specifiedAs: validation.validator, reason: 'the document does not satisfy the validator' } },
+    });
   }
 
   get idIndex(): Index {
@@ -70,20 +94,45 @@ export class Collection {
     return this.records.get(rid);
   }
 
+  /** The stored document with this `_id`, through the `_id` index. */
+  findById(id: unknown): Buffer | undefined {
+    const key = [id];
+    const entry = this.idIndex.tree.nextHigherKey(key.concat(INDEX_MIN));
+    if (!entry || this.idIndex.compare(entry, key.concat(INDEX_MAX)) > 0) return undefined;
+    return this.records.get(entry[1] as number);
+  }
+
   /** Stores a copy of a new document (decoded `doc` if at hand); fails on a duplicate key. */
   insert(raw: Uint8Array, doc: Document = this.keyDocument(raw)): number {
     const rid = this.nextRid;
     const keys = this.indexes.map((index) => index.keysOf(doc));
     this.checkUnique(keys, rid);
     this.nextRid++;
-    this.records.set(rid, this.arena.store(raw));
+    const stored = this.arena.store(raw);
+    this.records.set(rid, stored);
     this.dataSize += raw.length;
     this.indexes.forEach((index, i) => index.insert(keys[i]!, rid));
+    this.oplog.append({ operation: 'insert', db: this.db, collection: this.name, id: doc._id, after: stored });
+    if (this.settings.capped) this.enforceCap(rid);
     return rid;
   }
 
-  /** Replaces a stored document, moving only the index entries whose keys changed. */
-  replace(rid: number, raw: Uint8Array, doc: Document, previous: Document): void {
+  /** A capped collection drops its oldest documents once it holds more than its size or count. */
+  private enforceCap(newest: number): void {
+    const { size, max } = this.settings.capped!;
+    while (this.dataSize > size || (max !== undefined && this.records.size > max)) {
+      const oldest = this.records.minKey();
+      if (oldest === undefined || oldest === newest) break;
+      this.removeRecord(oldest, typed(this.records.get(oldest)!));
+    }
+  }
+
+  /**
+   * Replaces a stored document, moving only the index entries whose keys
+   * changed; `operation` says whether the client sent update operators or a
+   * whole replacement (change streams report them differently).
+   */
+  replace(rid: number, raw: Uint8Array, doc: Document, previous: Document, change: { operation: 'update' | 'replace'; description?: UpdateDescription }): void {
     const keys = this.indexes.map((index) => index.keysOf(doc));
     this.checkUnique(keys, rid);
     this.indexes.forEach((index, i) => {
@@ -93,12 +142,21 @@ export class Collection {
       index.remove(before, rid);
       index.insert(after, rid);
     });
-    this.dataSize += raw.length - (this.records.get(rid)?.length ?? 0);
-    this.records.set(rid, this.arena.store(raw));
+    const before = this.records.get(rid);
+    this.dataSize += raw.length - (before?.length ?? 0);
+    const stored = this.arena.store(raw);
+    this.records.set(rid, stored);
+    this.oplog.append({ ...change, db: this.db, collection: this.name, id: doc._id, before, after: stored });
     this.compactWhenWasteful();
   }
 
   remove(rid: number, doc: Document): void {
+    const before = this.records.get(rid);
+    this.removeRecord(rid, doc);
+    this.oplog.append({ operation: 'delete', db: this.db, collection: this.name, id: doc._id, before });
+  }
+
+  private removeRecord(rid: number, doc: Document): void {
     for (const index of this.indexes) index.remove(index.keysOf(doc), rid);
     this.dataSize -= this.records.get(rid)?.length ?? 0;
     this.records.delete(rid);
@@ -119,21 +177,26 @@ export class Collection {
    * cheaper than decoding a whole document with long strings in it.
    */
   private keyDocument(raw: Uint8Array): Document {
-    if (this.indexes.some((index) => index.definition.partialFilterExpression)) return promoted(raw);
+    if (this.indexes.some((index) => index.definition.partialFilterExpression)) return typed(raw);
     const wanted = new Set(this.indexes.flatMap((index) => index.fields.map((field) => field.split('.')[0]!)));
     const bytes = asBuffer(raw);
-    return promoted(documentFromElements(bytes, rawElements(bytes).filter((element) => wanted.has(element.name))));
+    return typed(documentFromElements(bytes, rawElements(bytes).filter((element) => wanted.has(element.name))));
   }
 
   index(name: string): Index | undefined {
     return this.indexes.find((index) => index.name === name);
   }
 
+  /** Whether a record is still stored (a tailable cursor's position may have been capped away). */
+  has(rid: number): boolean {
+    return this.records.has(rid);
+  }
+
   /** Builds new indexes over the existing documents; either all are added or none. */
   addIndexes(definitions: IndexDefinition[]): void {
     const built = definitions.map((definition) => new Index(definition));
     for (const [rid, raw] of this.records.entries()) {
-      const doc = promoted(raw);
+      const doc = typed(raw);
       for (const index of built) {
         const keys = index.keysOf(doc);
         const duplicate = index.conflict(keys, rid);

@@ -1,13 +1,45 @@
 import { Catalog } from './catalog.js';
 import { CursorRegistry } from './cursors.js';
+import { ClusterClock, Oplog, type Clock } from './oplog.js';
+import { RetryableWrites } from './sessions.js';
+import { TtlMonitor } from './ttl.js';
 
-/** The state one server serves: data and open cursors. */
+export interface EngineOptions {
+  /** The replica set this server is the only member of; undefined: a standalone server. */
+  replicaSet: string | undefined;
+  clock: Clock;
+  ttlMonitorIntervalMs: number;
+  oplogSizeBytes: number;
+}
+
+/** The state one server serves: data, open cursors, the oplog and sessions. */
 export class Engine {
-  readonly catalog = new Catalog();
-  readonly cursors = new CursorRegistry();
+  readonly catalog: Catalog;
+  readonly cursors: CursorRegistry;
   readonly startedAt = Date.now();
+  readonly clock: Clock;
+  readonly replicaSet: string | undefined;
+  /** Every committed change, for change streams and awaitData cursors (a standalone keeps only the latest). */
+  readonly oplog: Oplog;
+  readonly clusterClock: ClusterClock;
+  readonly retryableWrites = new RetryableWrites();
+  readonly ttl: TtlMonitor;
+  /** The address clients reach this server at (host:port or socket path), set once listening. */
+  address = '';
+
+  constructor(options: EngineOptions) {
+    this.clock = options.clock;
+    this.replicaSet = options.replicaSet;
+    this.clusterClock = new ClusterClock(options.clock);
+    this.oplog = new Oplog(this.clusterClock, options.clock, options.replicaSet === undefined ? 0 : options.oplogSizeBytes);
+    this.catalog = new Catalog(this.oplog);
+    this.cursors = new CursorRegistry((ms) => this.oplog.waitForChange(ms));
+    this.ttl = new TtlMonitor(this.catalog, options.clock, options.ttlMonitorIntervalMs);
+  }
 
   close(): void {
     this.cursors.close();
+    this.ttl.close();
+    this.oplog.close();
   }
 }

@@ -4,14 +4,26 @@ import { MingoError } from 'mingo/util';
 export const ErrorCode = {
   InternalError: 1,
   BadValue: 2,
+  Unauthorized: 13,
+  NoSuchKey: 4,
   FailedToParse: 9,
   TypeMismatch: 14,
+  Overflow: 15,
   IllegalOperation: 20,
+  NoReplicationEnabled: 76,
   NamespaceNotFound: 26,
   IndexNotFound: 27,
+  PathNotViable: 28,
+  NoMatchingDocument: 47,
   ConflictingUpdateOperators: 40,
   CursorNotFound: 43,
   NamespaceExists: 48,
+  MaxTimeMSExpired: 50,
+  DollarPrefixedFieldName: 52,
+  InvalidIdField: 53,
+  NotSingleValueField: 54,
+  InvalidDBRef: 55,
+  EmptyFieldName: 56,
   CommandNotFound: 59,
   ImmutableField: 66,
   CannotCreateIndex: 67,
@@ -19,12 +31,26 @@ export const ErrorCode = {
   InvalidNamespace: 73,
   IndexOptionsConflict: 85,
   IndexKeySpecsConflict: 86,
+  UnsatisfiableWriteConcern: 100,
+  UnknownReplWriteConcern: 79,
+  CommandNotSupported: 115,
+  DocumentValidationFailure: 121,
+  CappedPositionLost: 136,
   CannotIndexParallelArrays: 171,
+  InvalidIndexSpecificationOption: 197,
+  QueryPlanKilled: 175,
+  TransactionTooOld: 225,
+  InvalidResumeToken: 260,
+  OperationNotSupportedInTransaction: 263,
+  ChangeStreamFatalError: 280,
+  ChangeStreamHistoryLost: 286,
+  CursorInUse: 292,
   UnsupportedOpQueryCommand: 352,
+  NotWritablePrimary: 10107,
+  BSONObjectTooLarge: 10334,
+  DuplicateKey: 11000,
   Location31254: 31254,
   Location40324: 40324,
-  DuplicateKey: 11000,
-  BSONObjectTooLarge: 10334,
 } as const;
 
 const codeNames = new Map<number, string>(
@@ -43,13 +69,22 @@ export class CommandError extends Error {
   }
 
   get codeName(): string {
-    return codeNames.get(this.code) ?? 'UnknownError';
+    return codeNames.get(this.code) ?? `Location${this.code}`;
   }
 
   /** The error fields of a reply or of a `writeErrors` entry. */
   toDocument(): Record<string, unknown> {
     return { errmsg: this.message, code: this.code, codeName: this.codeName, ...this.extra };
   }
+}
+
+/**
+ * A feature MongoDB has and the engine does not implement: refused with the
+ * code MongoDB gives such a request, and a message that says so plainly (the
+ * conformance report counts failures by this wording).
+ */
+export function refusal(code: number, what: string, note = ''): CommandError {
+  return new CommandError(code, `${what} is not supported by the embedded engine${note ? ` (${note})` : ''}`);
 }
 
 /** Turns anything a command throws into a CommandError (mingo's errors are bad input). */

@@ -1,10 +1,10 @@
 import type { Document } from 'bson';
-import type { Query } from 'mingo';
 import type { Collection } from './collection.js';
 import type { IndexKey } from './indexes.js';
-import { compileFilter } from './matching.js';
+import { CommandError, ErrorCode } from './errors.js';
+import { compileFilter, type Matcher } from './matcher.js';
 import { planQuery, type QueryPlan, type SortSpec } from './planner.js';
-import { compareValues, promoted, sortValue } from './values.js';
+import { compareValues, sortValue, typed } from './values.js';
 
 export interface ScanStats {
   keysExamined: number;
@@ -12,7 +12,7 @@ export interface ScanStats {
   nReturned: number;
 }
 
-/** A matching stored document: its record id, bytes and (when read) its promoted view. */
+/** A matching stored document: its record id, bytes and (when read) its typed view. */
 export interface Match {
   rid: number;
   raw: Buffer;
@@ -33,10 +33,18 @@ class CollectionScan implements RecordScan {
   constructor(
     private readonly collection: Collection,
     private readonly backward: boolean,
+    /** A tailable cursor on a capped collection: its position must not have been capped away. */
+    private readonly tailable: boolean,
   ) {}
 
   next(): number | undefined {
     const { records } = this.collection;
+    if (this.tailable && !this.iterator && this.last !== undefined && !this.collection.has(this.last)) {
+      throw new CommandError(
+        ErrorCode.CappedPositionLost,
+        `CollectionScan died due to position in capped collection being deleted. Last seen record id: RecordId(${this.last})`,
+      );
+    }
     this.iterator ??= this.backward
       ? records.entriesReversed(this.last, undefined, this.last !== undefined)
       : records.entries(this.last === undefined ? undefined : this.last + 1);
@@ -112,6 +120,10 @@ export interface FindSpec {
   /** 0: no limit. */
   limit: number;
   hint?: unknown;
+  /** `let` variables for `$expr`. */
+  variables?: Document;
+  /** maxTimeMS as an absolute time. */
+  deadline?: number;
 }
 
 /**
@@ -123,7 +135,7 @@ export class FindExecution {
   readonly stats: ScanStats = { keysExamined: 0, docsExamined: 0, nReturned: 0 };
   readonly plan: QueryPlan | undefined;
   private readonly scan: RecordScan | undefined;
-  private readonly query: Query | undefined;
+  private readonly query: Matcher | undefined;
   private readonly seen: Set<number> | undefined;
   private skipped = 0;
   private sorted: Match[] | undefined;
@@ -132,17 +144,18 @@ export class FindExecution {
   constructor(
     private readonly collection: Collection | undefined,
     private readonly spec: FindSpec,
-    /** Whether each match needs its promoted document (updates, sorting, aggregation). */
+    /** Whether each match needs its typed document (updates, sorting, aggregation). */
     private readonly withDocs: boolean,
+    tailable = false,
   ) {
     if (!collection) {
-      compileFilter(spec.filter); // still refuse an invalid filter
+      compileFilter(spec.filter, spec); // still refuse an invalid filter
       return;
     }
     this.plan = planQuery(collection, spec.filter, spec.sort, spec.hint);
     // An exact plan's bounds are the whole filter: no document needs matching.
-    this.query = this.plan.exact ? undefined : compileFilter(spec.filter);
-    this.scan = this.plan.kind === 'index' ? new IndexScan(this.plan, this.stats) : new CollectionScan(collection, this.plan.backward);
+    this.query = this.plan.exact ? undefined : compileFilter(spec.filter, spec);
+    this.scan = this.plan.kind === 'index' ? new IndexScan(this.plan, this.stats) : new CollectionScan(collection, this.plan.backward, tailable);
     if (this.plan.kind === 'index' && this.plan.index.multikey) this.seen = new Set();
   }
 
@@ -211,12 +224,15 @@ export class FindExecution {
       const raw = this.collection!.get(rid);
       if (!raw) continue;
       this.stats.docsExamined++;
+      if (this.spec.deadline !== undefined && (this.stats.docsExamined & 1023) === 0 && Date.now() > this.spec.deadline) {
+        throw new CommandError(ErrorCode.MaxTimeMSExpired, 'operation exceeded time limit');
+      }
       if (this.query) {
-        const doc = promoted(raw);
+        const doc = typed(raw);
         if (this.query.test(doc)) return { rid, raw, doc };
         continue;
       }
-      return withDoc ? { rid, raw, doc: promoted(raw) } : { rid, raw };
+      return withDoc ? { rid, raw, doc: typed(raw) } : { rid, raw };
     }
   }
 }

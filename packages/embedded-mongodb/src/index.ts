@@ -1,1 +1,1 @@
-export { startEmbeddedServer, type EmbeddedServer, type EmbeddedServerOptions } from './server.js';
+export { startEmbeddedServer, type Clock, type EmbeddedServer, type EmbeddedServerOptions } from './server.js';

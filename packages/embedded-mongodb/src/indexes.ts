@@ -1,9 +1,8 @@
 import type { Document } from 'bson';
-import { Query } from 'mingo';
 import { BTree } from './btree.js';
-import { CommandError, ErrorCode } from './errors.js';
-import { MINGO_OPTIONS } from './matching.js';
-import { compareValues, formatDocument, typeRank, valuesAtPath } from './values.js';
+import { CommandError, ErrorCode, refusal } from './errors.js';
+import { compileFilter, type Matcher } from './matcher.js';
+import { compareValues, formatDocument, isNumber, numberOf, typeRank, valuesAtPath } from './values.js';
 
 /** Index-order extremes, used to pad range keys: below and above every entry whatever the direction. */
 export const INDEX_MIN = Symbol('index-min');
@@ -27,6 +26,8 @@ export interface IndexDefinition {
   sparse?: boolean;
   partialFilterExpression?: Document;
   expireAfterSeconds?: number;
+  /** Hidden from the planner (collMod can change it). */
+  hidden?: boolean;
 }
 
 /** Compares two values where either may be a TypeBound. */
@@ -42,21 +43,27 @@ export function compareBounded(a: unknown, b: unknown): number {
   return Math.sign(pa - pb);
 }
 
-/** The `[field, direction]` pairs of an index key pattern; only ascending/descending indexes exist here. */
-export function parseKeyPattern(key: unknown): [string, 1 | -1][] {
+/**
+ * The `[field, direction]` pairs of an index key pattern: ascending, descending
+ * or hashed (kept in value order here, used for equality only); text and
+ * geospatial indexes are refused.
+ */
+export function parseKeyPattern(key: unknown): [string, 1 | -1 | 'hashed'][] {
   if (key === null || typeof key !== 'object' || Array.isArray(key) || Object.keys(key).length === 0) {
     throw new CommandError(ErrorCode.CannotCreateIndex, 'Index keys cannot be an empty field.');
   }
-  return Object.entries(key as Document).map(([field, value]) => {
-    const n = Number(typeof value === 'object' && value !== null ? value.valueOf() : value);
+  const pattern = Object.entries(key as Document).map(([field, value]): [string, 1 | -1 | 'hashed'] => {
+    if (value === 'hashed') return [field, 'hashed'];
+    const n = isNumber(value) ? numberOf(value) : NaN;
     if (typeof value === 'string' || !Number.isFinite(n) || n === 0) {
-      throw new CommandError(
-        ErrorCode.CannotCreateIndex,
-        `Index type ${JSON.stringify(value)} on field '${field}' is not supported by the embedded engine; only ascending (1) and descending (-1) indexes are`,
-      );
+      throw refusal(ErrorCode.CannotCreateIndex, `Index type ${JSON.stringify(value)} on field '${field}'`, 'ascending, descending and hashed indexes are');
     }
     return [field, n > 0 ? 1 : -1];
   });
+  if (pattern.filter(([, direction]) => direction === 'hashed').length > 1) {
+    throw new CommandError(31303, `A maximum of one index field is allowed to be hashed but found 2 for 'key' ${formatDocument(key as Document)}`);
+  }
+  return pattern;
 }
 
 /** MongoDB's default index name: `userId_1_id_-1`. */
@@ -69,18 +76,22 @@ export function defaultIndexName(key: Document): string {
 export class Index {
   readonly fields: string[];
   readonly directions: (1 | -1)[];
+  /** The position of the hashed field, -1 when none: such an index serves equality only. */
+  readonly hashed: number;
   readonly tree: BTree<IndexKey, undefined>;
   /** Set once any document put an array in a key field; such an index cannot give sort order. */
   multikey = false;
-  private readonly partial: Query | undefined;
+  private readonly partial: Matcher | undefined;
 
   constructor(readonly definition: IndexDefinition) {
     const pattern = parseKeyPattern(definition.key);
     this.fields = pattern.map(([field]) => field);
-    this.directions = pattern.map(([, direction]) => direction);
-    this.partial = definition.partialFilterExpression
-      ? new Query(definition.partialFilterExpression, MINGO_OPTIONS)
-      : undefined;
+    this.directions = pattern.map(([, direction]) => (direction === 'hashed' ? 1 : direction));
+    this.hashed = pattern.findIndex(([, direction]) => direction === 'hashed');
+    if (this.hashed >= 0 && definition.unique) {
+      throw new CommandError(ErrorCode.CannotCreateIndex, 'Currently hashed indexes cannot guarantee uniqueness. Use a regular index.');
+    }
+    this.partial = definition.partialFilterExpression ? compileFilter(definition.partialFilterExpression) : undefined;
     this.tree = new BTree<IndexKey, undefined>(undefined, this.compare, 64);
   }
 
@@ -117,6 +128,9 @@ export class Index {
     if (this.partial && !this.partial.test(doc)) return [];
     const perField = this.fields.map((field) => valuesAtPath(doc, field));
     if (this.definition.sparse && perField.every(({ values }) => values.every((v) => v === undefined))) return [];
+    if (this.hashed >= 0 && perField[this.hashed]!.viaArray) {
+      throw new CommandError(16766, 'Error: hashed indexes do not currently support array values');
+    }
     const arrays = perField.filter(({ viaArray }) => viaArray);
     if (arrays.length > 1) {
       const names = this.fields.filter((_, i) => perField[i]!.viaArray).map((f) => `[${f}]`);
@@ -173,7 +187,7 @@ export class Index {
 
   /** The entry `listIndexes` shows (the `_id` index is unique without saying so). */
   describe(): Document {
-    const { name, key, unique, sparse, partialFilterExpression, expireAfterSeconds } = this.definition;
+    const { name, key, unique, sparse, partialFilterExpression, expireAfterSeconds, hidden } = this.definition;
     return {
       v: 2,
       key,
@@ -182,6 +196,7 @@ export class Index {
       ...(sparse ? { sparse: true } : {}),
       ...(partialFilterExpression ? { partialFilterExpression } : {}),
       ...(expireAfterSeconds !== undefined ? { expireAfterSeconds } : {}),
+      ...(hidden ? { hidden: true } : {}),
     };
   }
 

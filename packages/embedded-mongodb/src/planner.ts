@@ -2,7 +2,7 @@ import type { Document } from 'bson';
 import type { Collection } from './collection.js';
 import { CommandError, ErrorCode } from './errors.js';
 import { compareBounded, INDEX_MAX, INDEX_MIN, TypeBound, type Index, type IndexKey } from './indexes.js';
-import { bsonTypeOf, compareValues, formatValue, isPlainObject, typeRank } from './values.js';
+import { bsonTypeOf, compareValues, formatValue, isNumber, isPlainObject, numberOf, typeRank } from './values.js';
 
 export type SortSpec = [field: string, direction: 1 | -1][];
 
@@ -62,12 +62,14 @@ export function planQuery(collection: Collection, filter: Document, sort: SortSp
     sortProvided: sort.length === 0,
   });
 
-  let candidates = collection.indexes.filter((index) => index.complete);
+  let candidates = collection.indexes.filter((index) => index.complete && !index.definition.hidden);
   const hinted = hint !== undefined && hint !== null && hint !== '';
   if (hinted) {
     if (isPlainObject(hint) && '$natural' in hint) return collectionPlan(Number(hint.$natural) < 0);
-    const index = collection.indexes.find((candidate) =>
-      typeof hint === 'string' ? candidate.name === hint : isPlainObject(hint) && candidate.sameKey({ name: '', key: hint }),
+    const index = collection.indexes.find(
+      (candidate) =>
+        !candidate.definition.hidden &&
+        (typeof hint === 'string' ? candidate.name === hint : isPlainObject(hint) && candidate.sameKey({ name: '', key: hint })),
     );
     if (!index) throw new CommandError(ErrorCode.BadValue, 'error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index');
     candidates = [index];
@@ -108,6 +110,7 @@ function analyseIndex(
     const direction = index.directions[i]!;
     const predicate = predicates.get(field);
     if (!predicate || (!predicate.points && predicate.lo === undefined && predicate.hi === undefined)) break;
+    if (i === index.hashed && !predicate.points) break;
     if (predicate.points) {
       const points = uniqueSorted(inRange(predicate), direction);
       if (starts.length * Math.max(points.length, 1) > MAX_INTERVALS) break;
@@ -186,7 +189,7 @@ function uniqueSorted(values: unknown[], direction: 1 | -1): unknown[] {
 function sortDirection(index: Index, sort: SortSpec, pointFields: Set<string>): 1 | -1 | 0 {
   const keys = sort.filter(([field]) => !pointFields.has(field));
   if (keys.length === 0) return 1;
-  if (index.multikey) return 0;
+  if (index.multikey || index.hashed >= 0) return 0;
   let k = 0;
   let multiplier: 1 | -1 | 0 = 0;
   for (let i = 0; i < index.fields.length && k < keys.length; i++) {
@@ -231,7 +234,7 @@ function boundable(value: unknown): boolean {
 }
 
 function exactScalar(value: unknown): boolean {
-  if (typeof value === 'number') return !Number.isNaN(value);
+  if (isNumber(value)) return !Number.isNaN(numberOf(value));
   if (typeof value === 'string' || typeof value === 'boolean' || value instanceof Date) return true;
   return bsonTypeOf(value) === 'ObjectId';
 }

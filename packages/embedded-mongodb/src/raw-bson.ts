@@ -1,4 +1,4 @@
-import { BSON, Long } from 'bson';
+import { BSON, Long, type Document } from 'bson';
 
 /**
  * Byte-level work on stored documents, so that the common paths (returning
@@ -64,11 +64,11 @@ function encodeArray(docs: Buffer[]): Buffer {
 export const MAX_BSON_OBJECT_SIZE = 16 * 1024 * 1024;
 
 /**
- * `{cursor: {firstBatch|nextBatch: [...], id, ns}, ok: 1}` with the stored
- * documents spliced in as they are.
+ * `{cursor: {firstBatch|nextBatch: [...], id, ns, ...extra}, ok: 1}` with the
+ * stored documents spliced in as they are.
  */
-export function cursorReply(field: 'firstBatch' | 'nextBatch', docs: Buffer[], id: bigint, ns: string): Buffer {
-  const skeleton = asBuffer(BSON.serialize({ cursor: { [field]: [], id: Long.fromBigInt(id), ns }, ok: 1 }));
+export function cursorReply(field: 'firstBatch' | 'nextBatch', docs: Buffer[], id: bigint, ns: string, extra: Document = {}): Buffer {
+  const skeleton = asBuffer(BSON.serialize({ cursor: { [field]: [], id: Long.fromBigInt(id), ns, ...extra }, ok: 1 }));
   // outer length, "cursor" element header, cursor length, batch element header: then the empty array (5 bytes).
   const arrayAt = 4 + 1 + 'cursor'.length + 1 + 4 + 1 + field.length + 1;
   const items = encodeArray(docs);
@@ -76,5 +76,13 @@ export function cursorReply(field: 'firstBatch' | 'nextBatch', docs: Buffer[], i
   const delta = items.length - 5;
   out.writeInt32LE(out.length, 0);
   out.writeInt32LE(skeleton.readInt32LE(12) + delta, 12);
+  return out;
+}
+
+/** A reply with more top-level fields appended (e.g. `$clusterTime`), without decoding it. */
+export function appendFields(reply: Buffer, fields: Document): Buffer {
+  const more = asBuffer(BSON.serialize(fields));
+  const out = Buffer.concat([reply.subarray(0, reply.length - 1), more.subarray(4)]);
+  out.writeInt32LE(out.length, 0);
   return out;
 }

@@ -1,29 +1,57 @@
+import { chmod, stat } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
+import { dirname } from 'node:path';
 import { handleMessage } from './commands/dispatch.js';
 import { Engine } from './engine.js';
+import { systemClock, type Clock } from './oplog.js';
 import { MessageFramer } from './wire.js';
+
+export type { Clock } from './oplog.js';
 
 export interface EmbeddedServerOptions {
   /** TCP address to listen on; default 127.0.0.1. */
   host?: string;
   /** TCP port; default 0 (a free port). */
   port?: number;
+  /**
+   * Listen on this Unix domain socket instead of TCP. Its directory must be
+   * reachable by its owner only (mode 0700); the socket is made 0600.
+   */
+  socketPath?: string;
+  /**
+   * The name of the single-member replica set the server presents itself as
+   * (default "rs0"), which gives change streams and retryable writes; `false`
+   * makes it a standalone server, which refuses both as mongod does.
+   */
+  replicaSet?: string | false;
+  /** Where TTL expiry, cluster times and `$currentDate` read the time (default: the system clock). */
+  clock?: Clock;
+  /** Time between passes of the TTL monitor (mongod's ttlMonitorSleepSecs); default 60 000 ms. */
+  ttlMonitorIntervalMs?: number;
+  /** The most change history kept for change streams to resume from; default 64 MiB. */
+  oplogSizeBytes?: number;
 }
 
 export interface EmbeddedServer {
-  /** e.g. mongodb://127.0.0.1:54321/?directConnection=true  (no database name in the path) */
+  /**
+   * How to connect, with no database name in the path, e.g.
+   * mongodb://127.0.0.1:54321/?directConnection=true or, on a socket,
+   * mongodb://%2Ftmp%2Fdb%2Fmongodb.sock/?directConnection=true
+   */
   readonly uri: string;
   /** Stops listening and destroys open connections. */
   close(): Promise<void>;
 }
 
-/**
- * Starts a MongoDB-compatible server on TCP (default 127.0.0.1 on a free port).
- * Data lives in memory for the life of the server.
- */
+/** Starts a MongoDB-compatible server. Data lives in memory for the life of the server. */
 export async function startEmbeddedServer(options: EmbeddedServerOptions = {}): Promise<EmbeddedServer> {
-  const host = options.host ?? '127.0.0.1';
-  const engine = new Engine();
+  if (options.socketPath !== undefined) await checkPrivateDirectory(dirname(options.socketPath));
+  const engine = new Engine({
+    replicaSet: options.replicaSet === false ? undefined : (options.replicaSet ?? 'rs0'),
+    clock: options.clock ?? systemClock,
+    ttlMonitorIntervalMs: options.ttlMonitorIntervalMs ?? 60_000,
+    oplogSizeBytes: options.oplogSizeBytes ?? 64 * 1024 * 1024,
+  });
   const sockets = new Set<Socket>();
   let connectionIds = 0;
 
@@ -34,17 +62,30 @@ export async function startEmbeddedServer(options: EmbeddedServerOptions = {}): 
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => {
+    const listening = (): void => {
       server.off('error', reject);
       resolve();
-    });
+    };
+    if (options.socketPath !== undefined) server.listen(options.socketPath, listening);
+    else server.listen(options.port ?? 0, options.host ?? '127.0.0.1', listening);
   });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : (options.port ?? 0);
-  const uriHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+
+  let uri: string;
+  if (options.socketPath !== undefined) {
+    await chmod(options.socketPath, 0o600);
+    engine.address = options.socketPath;
+    uri = `mongodb://${encodeURIComponent(options.socketPath)}/?directConnection=true`;
+  } else {
+    const host = options.host ?? '127.0.0.1';
+    const address = server.address();
+    const port = typeof address === 'object' && address ? address.port : (options.port ?? 0);
+    const uriHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+    engine.address = `${uriHost}:${port}`;
+    uri = `mongodb://${engine.address}/?directConnection=true`;
+  }
 
   return {
-    uri: `mongodb://${uriHost}:${port}/?directConnection=true`,
+    uri,
     close: () =>
       new Promise<void>((resolve) => {
         engine.close();
@@ -54,21 +95,53 @@ export async function startEmbeddedServer(options: EmbeddedServerOptions = {}): 
   };
 }
 
+/** A socket is only as private as its directory: refuse one that others can enter. */
+async function checkPrivateDirectory(directory: string): Promise<void> {
+  const info = await stat(directory);
+  if (!info.isDirectory() || (info.mode & 0o077) !== 0) {
+    throw new Error(`${directory} must be a directory only its owner can access (mode 0700) to hold the engine's socket`);
+  }
+}
+
 /**
  * Reads messages off one connection and answers them in order. Each command
- * runs synchronously from start to finish, so commands never interleave. A
- * message that cannot be read closes this connection only.
+ * runs synchronously from start to finish, so commands never interleave; a
+ * command that waits (a getMore on an awaitData cursor) holds back the
+ * connection's later messages until it answers. A message that cannot be
+ * read closes this connection only.
  */
 function serveConnection(engine: Engine, socket: Socket, connectionId: number): void {
   socket.setNoDelay(true);
   const framer = new MessageFramer();
+  const queue: Buffer[] = [];
+  let waiting = false;
+  const send = (reply: Buffer[]): void => {
+    if (!socket.destroyed) socket.write(reply.length === 1 ? reply[0]! : Buffer.concat(reply));
+  };
+  const drain = (): void => {
+    while (!waiting && queue.length > 0) {
+      const reply = handleMessage(engine, queue.shift()!, connectionId);
+      if (!reply) continue;
+      if (Array.isArray(reply)) {
+        send(reply);
+        continue;
+      }
+      waiting = true;
+      reply.then(
+        (answer) => {
+          waiting = false;
+          send(answer);
+          drain();
+        },
+        () => socket.destroy(),
+      );
+    }
+  };
   socket.on('error', () => socket.destroy());
   socket.on('data', (chunk: Buffer) => {
     try {
-      for (const message of framer.push(chunk)) {
-        const reply = handleMessage(engine, message, connectionId);
-        if (reply) socket.write(reply.length === 1 ? reply[0]! : Buffer.concat(reply));
-      }
+      queue.push(...framer.push(chunk));
+      drain();
     } catch {
       socket.destroy();
     }

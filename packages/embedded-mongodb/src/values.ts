@@ -1,10 +1,12 @@
-import { BSON, type Binary, type Document, type Long, type ObjectId } from 'bson';
+import { BSON, type Binary, type DBRef, type Document, type Long, type ObjectId } from 'bson';
+import { CommandError, ErrorCode } from './errors.js';
 
 /**
- * Two views of a stored document. Matching, sorting and index keys use the
- * promoted view (plain JS numbers, which mingo understands); what goes back to
- * clients comes from the typed view or the raw bytes, so int32, int64 and
- * double stay distinct.
+ * Two views of a stored document. The engine matches, sorts, indexes and
+ * updates the typed view (int32, int64, double and decimal kept apart, as
+ * MongoDB's `$type` and arithmetic need); mingo, which runs aggregation
+ * expressions and stages, gets the promoted view (plain JS numbers). What goes
+ * back to clients comes from the typed view or the raw bytes.
  */
 const PROMOTED: BSON.DeserializeOptions = {};
 export const TYPED: BSON.DeserializeOptions = { promoteValues: false, bsonRegExp: true };
@@ -17,9 +19,121 @@ export function typed(raw: Uint8Array): Document {
   return BSON.deserialize(raw, TYPED);
 }
 
+/** A typed value in the promoted view, for mingo. */
+export function promote(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(promote);
+  if (isPlainObject(value)) {
+    const out: Document = {};
+    for (const [k, v] of Object.entries(value)) out[k] = promote(v);
+    return out;
+  }
+  switch (bsonTypeOf(value)) {
+    case 'Int32':
+    case 'Double':
+      return Number((value as { valueOf(): unknown }).valueOf());
+    case 'Long': {
+      const n = (value as Long).toNumber();
+      return Number.isSafeInteger(n) ? n : value;
+    }
+    default:
+      return value;
+  }
+}
+
 /** The bson class of a value (`ObjectId`, `Long`, ...), undefined for plain JS values. */
 export function bsonTypeOf(value: unknown): string | undefined {
   return typeof value === 'object' && value !== null ? (value as { _bsontype?: string })._bsontype : undefined;
+}
+
+/** A number of any BSON numeric type. */
+export function isNumber(value: unknown): boolean {
+  if (typeof value === 'number' || typeof value === 'bigint') return true;
+  const type = bsonTypeOf(value);
+  return type === 'Int32' || type === 'Double' || type === 'Long' || type === 'Decimal128';
+}
+
+/** A BSON number as a JS number (int64 beyond 2^53 and decimals lose precision). */
+export function numberOf(value: unknown): number {
+  if (typeof value === 'number') return value;
+  if (typeof value === 'bigint') return Number(value);
+  if (bsonTypeOf(value) === 'Long') return (value as Long).toNumber();
+  return Number(String((value as { valueOf(): unknown }).valueOf()));
+}
+
+/** An embedded document: a plain object or a DBRef (which bson decodes into its own class). */
+export function isDocument(value: unknown): value is Document {
+  return isPlainObject(value) || bsonTypeOf(value) === 'DBRef';
+}
+
+/** The fields of an embedded document in order, with a DBRef's `$ref`, `$id` and `$db` as stored. */
+export function entriesOf(doc: Document): [string, unknown][] {
+  if (bsonTypeOf(doc) !== 'DBRef') return Object.entries(doc);
+  const ref = doc as DBRef;
+  return [
+    ['$ref', ref.collection],
+    ['$id', ref.oid],
+    ...(ref.db ? ([['$db', ref.db]] as [string, unknown][]) : []),
+    ...Object.entries(ref.fields as Document),
+  ];
+}
+
+/** One field of an embedded document (undefined when missing). */
+export function fieldOf(doc: Document, name: string): unknown {
+  if (bsonTypeOf(doc) !== 'DBRef') return Object.hasOwn(doc, name) ? doc[name] : undefined;
+  return entriesOf(doc).find(([key]) => key === name)?.[1];
+}
+
+/** MongoDB's name for the BSON type of a value, as `$type` and error messages spell it. */
+export function typeName(value: unknown): string {
+  switch (typeof value) {
+    case 'undefined':
+      return 'missing';
+    case 'string':
+      return 'string';
+    case 'boolean':
+      return 'bool';
+    case 'number':
+      return Number.isInteger(value) && value >= -2147483648 && value <= 2147483647 ? 'int' : 'double';
+    case 'bigint':
+      return 'long';
+    default:
+      break;
+  }
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (value instanceof Date) return 'date';
+  if (value instanceof RegExp) return 'regex';
+  if (value instanceof Uint8Array) return 'binData';
+  switch (bsonTypeOf(value)) {
+    case 'Int32':
+      return 'int';
+    case 'Double':
+      return 'double';
+    case 'Long':
+      return 'long';
+    case 'Decimal128':
+      return 'decimal';
+    case 'ObjectId':
+      return 'objectId';
+    case 'Binary':
+      return 'binData';
+    case 'Timestamp':
+      return 'timestamp';
+    case 'BSONRegExp':
+      return 'regex';
+    case 'BSONSymbol':
+      return 'symbol';
+    case 'Code':
+      return (value as { scope?: unknown }).scope ? 'javascriptWithScope' : 'javascript';
+    case 'MinKey':
+      return 'minKey';
+    case 'MaxKey':
+      return 'maxKey';
+    case 'DBPointer':
+      return 'dbPointer';
+    default:
+      return 'object';
+  }
 }
 
 /** A plain embedded document (not an array, not a BSON value class). */
@@ -155,7 +269,7 @@ export function compareValues(a: unknown, b: unknown): number {
     case 4:
       return cmp(String(a), String(b));
     case 5:
-      return compareEntries(Object.entries(a as object), Object.entries(b as object));
+      return compareEntries(entriesOf(a as Document), entriesOf(b as Document));
     case 6:
       return compareEntries(
         (a as unknown[]).map((v, i) => [String(i), v]),
@@ -264,4 +378,33 @@ export function formatDocument(doc: Document): string {
   const entries = Object.entries(doc);
   if (entries.length === 0) return '{}';
   return `{ ${entries.map(([k, v]) => `${k}: ${formatValue(v)}`).join(', ')} }`;
+}
+
+const TYPE_ALIASES: Record<string, number> = {
+  double: 1, string: 2, object: 3, array: 4, binData: 5, undefined: 6, objectId: 7, bool: 8, date: 9, null: 10,
+  regex: 11, dbPointer: 12, javascript: 13, symbol: 14, javascriptWithScope: 15, int: 16, timestamp: 17, long: 18,
+  decimal: 19, minKey: -1, maxKey: 127,
+};
+const TYPE_NAMES = new Map(Object.entries(TYPE_ALIASES).map(([name, code]) => [code, name]));
+
+/** The `$type` names a condition accepts; 'number' stands for every numeric type. */
+export function parseTypeList(operand: unknown, operator = '$type'): Set<string> {
+  const items = Array.isArray(operand) ? operand : [operand];
+  if (items.length === 0) throw new CommandError(ErrorCode.FailedToParse, `${operator} must match at least one type`);
+  const names = new Set<string>();
+  for (const item of items) {
+    if (typeof item === 'string') {
+      if (item !== 'number' && !(item in TYPE_ALIASES)) throw new CommandError(ErrorCode.BadValue, `Unknown type name alias: ${item}`);
+      names.add(item);
+    } else if (isNumber(item)) {
+      const code = numberOf(item);
+      const name = TYPE_NAMES.get(code);
+      if (!Number.isInteger(code) || !name) throw new CommandError(ErrorCode.BadValue, `Invalid numerical type code: ${code}`);
+      names.add(name);
+    } else {
+      throw new CommandError(ErrorCode.TypeMismatch, `type must be represented as a number or a string`);
+    }
+  }
+  if (names.has('number')) for (const numeric of ['double', 'int', 'long', 'decimal']) names.add(numeric);
+  return names;
 }

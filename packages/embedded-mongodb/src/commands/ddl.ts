@@ -1,24 +1,19 @@
 import { BSON, type Document } from 'bson';
 import type { Collection } from '../collection.js';
+import { checkCollation, parseCreateOptions, parsePreImages, parseValidation } from '../collection-options.js';
 import { arraySource } from '../cursors.js';
 import type { Engine } from '../engine.js';
-import { CommandError, ErrorCode } from '../errors.js';
+import { CommandError, ErrorCode, refusal } from '../errors.js';
 import { defaultIndexName, type Index, type IndexDefinition } from '../indexes.js';
-import { compileFilter } from '../matching.js';
+import { compileFilter } from '../matcher.js';
 import { asBuffer } from '../raw-bson.js';
-import { isPlainObject } from '../values.js';
-import { optionalDocument, type CommandHandler, type CommandRequest } from './request.js';
-
-/** Fields every command may carry that are not collection options. */
-const GENERIC_FIELDS = new Set([
-  '$db', 'lsid', '$clusterTime', '$readPreference', 'writeConcern', 'readConcern', 'comment', 'maxTimeMS',
-  'apiVersion', 'apiStrict', 'apiDeprecationErrors',
-]);
+import { formatDocument, isNumber, isPlainObject, numberOf } from '../values.js';
+import { checkFields, commandOptions, optionalDocument, type CommandHandler, type CommandRequest } from './request.js';
 
 function cursorOf(engine: Engine, request: CommandRequest, ns: string, docs: Document[]) {
   const batchSize = optionalDocument(request, 'cursor')?.batchSize;
   return engine.cursors.open(ns, arraySource(docs.map((doc) => asBuffer(BSON.serialize(doc)))), {
-    batchSize: batchSize === undefined ? undefined : Number(batchSize),
+    batchSize: batchSize === undefined ? undefined : numberOf(batchSize),
   });
 }
 
@@ -29,52 +24,105 @@ function existing(engine: Engine, request: CommandRequest, message: string): Col
 }
 
 const create: CommandHandler = (engine, request) => {
-  const name = request.collectionName;
-  if (request.body.viewOn !== undefined) throw new CommandError(ErrorCode.BadValue, 'views are not supported by the embedded engine');
-  const options = Object.fromEntries(
-    Object.entries(request.typedBody()).filter(([key]) => key !== 'create' && !GENERIC_FIELDS.has(key)),
-  );
-  engine.catalog.createCollection(request.db, name, options);
+  engine.catalog.createCollection(request.db, request.collectionName, parseCreateOptions(commandOptions(request)));
   return { ok: 1 };
 };
 
 const drop: CommandHandler = (engine, request) => {
+  checkFields(request, ['drop']);
   const dropped = engine.catalog.dropCollection(request.db, request.collectionName);
+  if (dropped) engine.cursors.killNamespace(dropped.ns, 'dropped');
   // Since MongoDB 7.0, dropping a collection that does not exist succeeds.
   return dropped ? { nIndexesWas: dropped.indexes.length, ns: dropped.ns, ok: 1 } : { ok: 1 };
 };
 
+const dropDatabase: CommandHandler = (engine, request) => {
+  checkFields(request, ['dropDatabase']);
+  for (const collection of engine.catalog.collections(request.db)) engine.cursors.killNamespace(collection.ns, 'dropped');
+  engine.catalog.dropDatabase(request.db);
+  return { ok: 1 };
+};
+
+const renameCollection: CommandHandler = (engine, request) => {
+  checkFields(request, ['renameCollection', 'to', 'dropTarget', 'stayTemp']);
+  if (request.db !== 'admin') throw new CommandError(ErrorCode.Unauthorized, 'renameCollection may only be run against the admin database.');
+  const split = (ns: unknown, field: string): { db: string; name: string } => {
+    const at = typeof ns === 'string' ? ns.indexOf('.') : -1;
+    if (at <= 0) throw new CommandError(ErrorCode.InvalidNamespace, `Invalid ${field} namespace: ${String(ns)}`);
+    return { db: (ns as string).slice(0, at), name: (ns as string).slice(at + 1) };
+  };
+  const from = split(request.body.renameCollection, 'source');
+  const to = split(request.body.to, 'target');
+  engine.catalog.renameCollection(from, to, request.body.dropTarget === true);
+  engine.cursors.killNamespace(`${from.db}.${from.name}`, 'renamed');
+  return { ok: 1 };
+};
+
 const listCollections: CommandHandler = (engine, request) => {
+  checkFields(request, ['listCollections', 'filter', 'nameOnly', 'authorizedCollections', 'cursor']);
   const nameOnly = request.body.nameOnly === true;
-  const entries = engine.catalog.collections(request.db).map((collection) =>
-    nameOnly
-      ? { name: collection.name, type: 'collection' }
-      : {
-          name: collection.name,
-          type: 'collection',
-          options: collection.options,
-          info: { readOnly: false, uuid: collection.uuid },
-          idIndex: collection.idIndex.describe(),
-        },
-  );
+  const entries = engine.catalog
+    .collections(request.db)
+    .filter((collection) => !collection.name.startsWith('tmp.agg_out.'))
+    .map((collection) =>
+      nameOnly
+        ? { name: collection.name, type: 'collection' }
+        : {
+            name: collection.name,
+            type: 'collection',
+            options: collection.settings.shown,
+            info: { readOnly: false, uuid: collection.uuid },
+            idIndex: collection.idIndex.describe(),
+          },
+    );
   const filter = compileFilter(request.body.filter);
   return cursorOf(engine, request, `${request.db}.$cmd.listCollections`, entries.filter((e) => filter.test(e)));
 };
+
+/** Index options the engine implements; `background` is accepted and (as in MongoDB 4.2+) has no effect. */
+const INDEX_FIELDS = new Set(['key', 'name', 'unique', 'sparse', 'partialFilterExpression', 'expireAfterSeconds', 'hidden', 'background', 'v', 'ns', 'collation']);
+/** Index options of MongoDB that the engine does not implement. */
+const REFUSED_INDEX_FIELDS = new Set([
+  'weights', 'default_language', 'language_override', 'textIndexVersion', '2dsphereIndexVersion', 'bits', 'min', 'max',
+  'bucketSize', 'wildcardProjection', 'clustered', 'prepareUnique', 'storageEngine', 'columnstoreProjection', 'dropDups',
+]);
 
 function indexDefinition(spec: unknown): IndexDefinition {
   if (!isPlainObject(spec) || !isPlainObject(spec.key)) {
     throw new CommandError(ErrorCode.FailedToParse, "The 'key' field is a required property of an index specification");
   }
+  for (const field of Object.keys(spec)) {
+    if (REFUSED_INDEX_FIELDS.has(field)) throw refusal(ErrorCode.CannotCreateIndex, `the index option '${field}'`);
+    if (!INDEX_FIELDS.has(field)) {
+      throw new CommandError(ErrorCode.InvalidIndexSpecificationOption, `The field '${field}' is not valid for an index specification. Specification: ${formatDocument(spec)}`);
+    }
+  }
+  checkCollation(spec.collation);
   const key = spec.key;
   const name = typeof spec.name === 'string' && spec.name.length > 0 ? spec.name : defaultIndexName(key);
+  const isId = Object.keys(key).length === 1 && '_id' in key;
+  let expireAfterSeconds: number | undefined;
+  if (spec.expireAfterSeconds !== undefined) {
+    if (isId) throw new CommandError(ErrorCode.InvalidIndexSpecificationOption, `The field 'expireAfterSeconds' is not valid for an _id index specification. Specification: ${formatDocument(spec)}`);
+    expireAfterSeconds = ttlSeconds(spec.expireAfterSeconds);
+  }
   return {
     name,
     key,
     ...(spec.unique === true ? { unique: true } : {}),
     ...(spec.sparse === true ? { sparse: true } : {}),
     ...(isPlainObject(spec.partialFilterExpression) ? { partialFilterExpression: spec.partialFilterExpression } : {}),
-    ...(typeof spec.expireAfterSeconds === 'number' ? { expireAfterSeconds: spec.expireAfterSeconds } : {}),
+    ...(expireAfterSeconds !== undefined ? { expireAfterSeconds } : {}),
+    ...(spec.hidden === true ? { hidden: true } : {}),
   };
+}
+
+function ttlSeconds(value: unknown): number {
+  const n = isNumber(value) ? numberOf(value) : NaN;
+  if (!Number.isFinite(n) || n < 0 || n > 2147483647) {
+    throw new CommandError(ErrorCode.CannotCreateIndex, `TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number`);
+  }
+  return Math.trunc(n);
 }
 
 /** Whether `definition` is already there; refuses a clash of names, keys or options like MongoDB. */
@@ -103,13 +151,12 @@ function alreadyExists(indexes: Index[], definition: IndexDefinition): boolean {
 }
 
 const createIndexes: CommandHandler = (engine, request) => {
+  checkFields(request, ['createIndexes', 'indexes', 'commitQuorum', 'ignoreUnknownIndexOptions', 'isTimeseriesNamespace']);
   const specs: unknown = request.body.indexes;
   if (!Array.isArray(specs) || specs.length === 0) {
     throw new CommandError(ErrorCode.BadValue, 'Must specify at least one index to create');
   }
-  // Keys keep their BSON number types (listIndexes shows them as given); filters are matched promoted.
-  const typedSpecs = request.typedBody().indexes as unknown[];
-  const definitions = specs.map((spec, i) => ({ ...indexDefinition(spec), key: indexDefinition(typedSpecs[i]).key }));
+  const definitions = specs.map(indexDefinition);
   const { collection, created } = engine.catalog.ensureCollection(request.db, request.collectionName);
   const before = collection.indexes.length;
   const fresh = definitions.filter(
@@ -126,11 +173,25 @@ const createIndexes: CommandHandler = (engine, request) => {
 };
 
 const listIndexes: CommandHandler = (engine, request) => {
+  checkFields(request, ['listIndexes', 'cursor']);
   const collection = existing(engine, request, 'ns does not exist');
   return cursorOf(engine, request, collection.ns, collection.indexes.map((index) => index.describe()));
 };
 
+function findIndex(collection: Collection, target: unknown): Index {
+  if (typeof target === 'string') {
+    const index = collection.index(target);
+    if (!index) throw new CommandError(ErrorCode.IndexNotFound, `index not found with name [${target}]`);
+    return index;
+  }
+  if (!isPlainObject(target)) throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'index' has an invalid type");
+  const index = collection.indexes.find((i) => i.sameKey({ name: '', key: target }));
+  if (!index) throw new CommandError(ErrorCode.IndexNotFound, `can't find index with key: ${formatDocument(target)}`);
+  return index;
+}
+
 const dropIndexes: CommandHandler = (engine, request) => {
+  checkFields(request, [request.name, 'index']);
   const collection = existing(engine, request, 'ns not found');
   const nIndexesWas = collection.indexes.length;
   const target: unknown = request.body.index;
@@ -138,26 +199,69 @@ const dropIndexes: CommandHandler = (engine, request) => {
     for (const index of collection.indexes.slice(1)) collection.dropIndex(index.name);
     return { nIndexesWas, msg: 'non-_id indexes dropped for collection', ok: 1 };
   }
-  const names = Array.isArray(target) ? target : [target];
-  for (const name of names) {
-    if (typeof name === 'string') {
-      collection.dropIndex(name);
-      continue;
-    }
-    if (!isPlainObject(name)) throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'dropIndexes.index' has an invalid type");
-    const index = collection.indexes.find((i) => i.sameKey({ name: '', key: name }));
-    if (!index) throw new CommandError(ErrorCode.IndexNotFound, `can't find index with key: ${JSON.stringify(name)}`);
-    collection.dropIndex(index.name);
-  }
+  for (const name of Array.isArray(target) ? target : [target]) collection.dropIndex(findIndex(collection, name).name);
   return { nIndexesWas, ok: 1 };
+};
+
+/** collMod: validation, index TTL and visibility, and pre-images; other changes are refused. */
+const collMod: CommandHandler = (engine, request) => {
+  const options = commandOptions(request);
+  const collection = existing(engine, request, 'ns does not exist');
+  const reply: Document = {};
+  for (const field of Object.keys(options)) {
+    if (!['validator', 'validationLevel', 'validationAction', 'index', 'changeStreamPreAndPostImages'].includes(field)) {
+      if (['viewOn', 'pipeline', 'expireAfterSeconds', 'timeseries', 'cappedSize', 'cappedMax', 'clusteredIndex'].includes(field)) {
+        throw refusal(ErrorCode.InvalidOptions, `collMod '${field}'`);
+      }
+      throw new CommandError(40415, `BSON field 'collMod.${field}' is an unknown field.`);
+    }
+  }
+  const validation = parseValidation(options, collection.settings.validation);
+  const preImages = parsePreImages(options.changeStreamPreAndPostImages);
+  let change: (() => void) | undefined;
+  if (options.index !== undefined) {
+    const spec = options.index;
+    if (!isPlainObject(spec)) throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'collMod.index' is the wrong type, expected type 'object'");
+    const index = findIndex(collection, spec.name ?? spec.keyPattern);
+    const ttl = spec.expireAfterSeconds === undefined ? undefined : ttlSeconds(spec.expireAfterSeconds);
+    if (ttl !== undefined && index.definition.expireAfterSeconds === undefined) {
+      throw new CommandError(ErrorCode.InvalidOptions, 'no expireAfterSeconds field to update');
+    }
+    if (spec.hidden !== undefined && index.name === '_id_') throw new CommandError(ErrorCode.BadValue, 'can\'t hide _id index');
+    for (const field of Object.keys(spec)) {
+      if (!['name', 'keyPattern', 'expireAfterSeconds', 'hidden'].includes(field)) throw refusal(ErrorCode.InvalidOptions, `collMod index option '${field}'`);
+    }
+    change = () => {
+      if (ttl !== undefined) {
+        reply.expireAfterSeconds_old = index.definition.expireAfterSeconds;
+        reply.expireAfterSeconds_new = ttl;
+        index.definition.expireAfterSeconds = ttl;
+      }
+      if (spec.hidden !== undefined) {
+        reply.hidden_old = index.definition.hidden === true;
+        reply.hidden_new = spec.hidden === true;
+        index.definition.hidden = spec.hidden === true;
+      }
+    };
+  }
+  collection.settings.validation = validation;
+  if (preImages !== undefined) collection.settings.preImages = preImages;
+  for (const field of ['validator', 'validationLevel', 'validationAction', 'changeStreamPreAndPostImages']) {
+    if (options[field] !== undefined) collection.settings.shown[field] = options[field];
+  }
+  change?.();
+  return { ...reply, ok: 1 };
 };
 
 export const ddlCommands: Record<string, CommandHandler> = {
   create,
   drop,
+  dropDatabase,
+  renameCollection,
   listCollections,
   createIndexes,
   listIndexes,
   dropIndexes,
   deleteIndexes: dropIndexes,
+  collMod,
 };

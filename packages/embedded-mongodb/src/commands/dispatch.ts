@@ -1,7 +1,8 @@
-import { BSON, type Document } from 'bson';
+import { Binary, BSON, Long, type Document } from 'bson';
 import type { Engine } from '../engine.js';
-import { CommandError, ErrorCode, toCommandError } from '../errors.js';
-import { asBuffer } from '../raw-bson.js';
+import { CommandError, ErrorCode, refusal, toCommandError } from '../errors.js';
+import { appendFields, asBuffer } from '../raw-bson.js';
+import { isNumber, isPlainObject, numberOf, TYPED } from '../values.js';
 import {
   encodeOpMsg,
   encodeOpReply,
@@ -15,7 +16,7 @@ import {
 import { adminCommands } from './admin.js';
 import { ddlCommands } from './ddl.js';
 import { readCommands } from './read.js';
-import { CommandRequest, type CommandHandler, type CommandReply } from './request.js';
+import { CommandRequest, toCursorId, type CommandHandler, type CommandReply } from './request.js';
 import { writeCommands } from './write.js';
 
 const COMMANDS = new Map<string, CommandHandler>(
@@ -24,16 +25,21 @@ const COMMANDS = new Map<string, CommandHandler>(
 
 const HANDSHAKE_COMMANDS = new Set(['hello', 'isMaster', 'ismaster']);
 const TRANSACTION_COMMANDS = new Set(['commitTransaction', 'abortTransaction']);
+/** Commands a replica set member runs as retryable writes when they carry a transaction number. */
+const RETRYABLE_WRITES = new Set(['insert', 'update', 'delete', 'findAndModify', 'findandmodify']);
+const READ_CONCERN_LEVELS = new Set(['local', 'available', 'majority', 'linearizable', 'snapshot']);
 
 /**
- * Answers one wire message; undefined when no reply is due (moreToCome).
+ * Answers one wire message; undefined when no reply is due (moreToCome). The
+ * reply is a promise when the command waits (a getMore on an awaitData cursor).
  * Throws ProtocolError for anything unreadable: the caller closes that connection.
  */
-export function handleMessage(engine: Engine, message: Buffer, connectionId: number): Buffer[] | undefined {
+export function handleMessage(engine: Engine, message: Buffer, connectionId: number): Buffer[] | Promise<Buffer[]> | undefined {
   const request = parseMessage(message);
   if (request.opCode === OP_QUERY) return encodeOpReply(request.requestId, runLegacyQuery(engine, request, connectionId));
   const reply = runOpMsg(engine, request, connectionId);
-  return request.flags & MORE_TO_COME ? undefined : encodeOpMsg(request.requestId, reply);
+  if (request.flags & MORE_TO_COME) return undefined;
+  return Buffer.isBuffer(reply) ? encodeOpMsg(request.requestId, reply) : reply.then((body) => encodeOpMsg(request.requestId, body));
 }
 
 function decode(raw: Buffer, options?: BSON.DeserializeOptions): Document {
@@ -51,7 +57,7 @@ function firstKey(raw: Buffer): string {
   return '';
 }
 
-function runOpMsg(engine: Engine, message: OpMsgRequest, connectionId: number): Buffer {
+function runOpMsg(engine: Engine, message: OpMsgRequest, connectionId: number): Buffer | Promise<Buffer> {
   let name: string;
   try {
     name = firstKey(message.body);
@@ -59,17 +65,17 @@ function runOpMsg(engine: Engine, message: OpMsgRequest, connectionId: number): 
     throw new ProtocolError(`invalid BSON: ${(error as Error).message}`);
   }
   // Inserted documents stay as bytes: they are stored as sent.
-  const body = decode(message.body, name === 'insert' ? { fieldsAsRaw: { documents: true } } : undefined);
+  const body = decode(message.body, name === 'insert' ? { ...TYPED, fieldsAsRaw: { documents: true } } : TYPED);
   const db = body.$db;
   if (typeof db !== 'string') {
     return errorReply(new CommandError(40571, 'OP_MSG requests require a $db argument'));
   }
-  return run(engine, new CommandRequest(name, db, body, message.body, message.sequences, connectionId));
+  return run(engine, new CommandRequest(name, db, body, message.sequences, connectionId));
 }
 
 /** Drivers open connections with a legacy OP_QUERY `isMaster`; MongoDB 5.1+ refuses any other OP_QUERY. */
 function runLegacyQuery(engine: Engine, message: OpQueryRequest, connectionId: number): Buffer {
-  let body = decode(message.query);
+  let body = decode(message.query, TYPED);
   if (body.$query !== null && typeof body.$query === 'object') body = body.$query as Document;
   const name = Object.keys(body)[0] ?? '';
   const db = message.fullCollectionName.split('.')[0] ?? '';
@@ -81,26 +87,101 @@ function runLegacyQuery(engine: Engine, message: OpQueryRequest, connectionId: n
       ),
     );
   }
-  return run(engine, new CommandRequest(name, db, body, message.query, new Map(), connectionId));
+  return run(engine, new CommandRequest(name, db, body, new Map(), connectionId)) as Buffer;
 }
 
-function run(engine: Engine, request: CommandRequest): Buffer {
+function run(engine: Engine, request: CommandRequest): Buffer | Promise<Buffer> {
+  const finish = (reply: CommandReply): Buffer => withClusterTime(engine, encode(reply));
+  const fail = (error: unknown): Buffer => withClusterTime(engine, errorReply(toCommandError(error)));
   try {
-    return encode(execute(engine, request));
+    const reply = execute(engine, request);
+    return isPromise(reply) ? reply.then(finish, fail) : finish(reply);
   } catch (error) {
-    return errorReply(toCommandError(error));
+    return fail(error);
   }
 }
 
-function execute(engine: Engine, request: CommandRequest): CommandReply {
+function isPromise(reply: CommandReply | Promise<CommandReply>): reply is Promise<CommandReply> {
+  return typeof (reply as Promise<CommandReply>).then === 'function';
+}
+
+/** A replica set member's replies carry the cluster time and the time of the operation. */
+function withClusterTime(engine: Engine, reply: Buffer): Buffer {
+  if (engine.replicaSet === undefined) return reply;
+  const time = engine.oplog.latest();
+  return appendFields(reply, {
+    $clusterTime: { clusterTime: time, signature: { hash: new Binary(Buffer.alloc(20), 0), keyId: Long.fromNumber(0) } },
+    operationTime: time,
+  });
+}
+
+function execute(engine: Engine, request: CommandRequest): CommandReply | Promise<CommandReply> {
   const { body, name } = request;
-  // A standalone mongod has no transactions.
-  if (TRANSACTION_COMMANDS.has(name) || 'txnNumber' in body || 'startTransaction' in body || 'autocommit' in body) {
+  const handler = COMMANDS.get(name);
+  const inTransaction = TRANSACTION_COMMANDS.has(name) || 'startTransaction' in body || 'autocommit' in body;
+  if (engine.replicaSet === undefined && (inTransaction || 'txnNumber' in body)) {
     throw new CommandError(ErrorCode.IllegalOperation, 'Transaction numbers are only allowed on a replica set member or mongos');
   }
-  const handler = COMMANDS.get(name);
+  // Not IllegalOperation: drivers read that code on a write as "retryable writes unsupported".
+  if (inTransaction) throw refusal(ErrorCode.OperationNotSupportedInTransaction, 'A multi-document transaction');
   if (!handler) throw new CommandError(ErrorCode.CommandNotFound, `no such command: '${name}'`);
-  return handler(engine, request);
+  checkReadConcern(body.readConcern);
+  const replicas = checkWriteConcern(engine, body.writeConcern);
+  if (body.txnNumber === undefined) return withWriteConcern(handler(engine, request), replicas);
+
+  if (!RETRYABLE_WRITES.has(name)) {
+    throw new CommandError(50768, `txnNumber may only be provided for multi-document transactions and retryable write commands. autocommit:false was not provided, and ${name} is not a retryable write command.`);
+  }
+  if (!isPlainObject(body.lsid)) throw new CommandError(ErrorCode.InvalidOptions, 'Transaction number requires a session ID to also be specified');
+  const txnNumber = toCursorId(body.txnNumber);
+  const now = engine.clock.now();
+  const previous = engine.retryableWrites.previousReply(body.lsid, txnNumber, now);
+  if (previous) return previous;
+  const reply = handler(engine, request) as Document;
+  engine.retryableWrites.record(body.lsid, txnNumber, reply, now);
+  return withWriteConcern(reply, replicas);
+}
+
+/** Read concern levels are all served by the engine's single, always current copy, except snapshot reads. */
+function checkReadConcern(readConcern: unknown): void {
+  if (readConcern === undefined) return;
+  if (!isPlainObject(readConcern)) throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'readConcern' is the wrong type, expected type 'object'");
+  const level = readConcern.level;
+  if (level !== undefined && !READ_CONCERN_LEVELS.has(level as string)) {
+    throw new CommandError(ErrorCode.FailedToParse, `Enumeration value '${String(level)}' for field 'readConcern.level' is not a valid value.`);
+  }
+  if (level === 'snapshot' || readConcern.atClusterTime !== undefined) throw refusal(ErrorCode.InvalidOptions, "readConcern level 'snapshot'");
+}
+
+/**
+ * Write concerns: a standalone refuses w > 1 as mongod does; a single-member
+ * set applies the write and reports that w > 1 cannot be satisfied. Journaled
+ * acknowledgement is refused: nothing here is journaled.
+ * Returns the number of members asked for.
+ */
+function checkWriteConcern(engine: Engine, writeConcern: unknown): number {
+  if (writeConcern === undefined) return 1;
+  if (!isPlainObject(writeConcern)) throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'writeConcern' is the wrong type, expected type 'object'");
+  const { w, j } = writeConcern;
+  if (j === true) throw refusal(ErrorCode.BadValue, "writeConcern { j: true }", 'data is kept in memory, with no journal');
+  if (typeof w === 'string') {
+    if (w !== 'majority' && engine.replicaSet === undefined) {
+      throw new CommandError(ErrorCode.BadValue, `cannot use non-majority 'w' mode ${w} when a host is not a member of a replica set`);
+    }
+    if (w !== 'majority') throw new CommandError(ErrorCode.UnknownReplWriteConcern, `No write concern mode named '${w}' found in replica set configuration`);
+    return 1;
+  }
+  if (w === undefined) return 1;
+  const n = isNumber(w) ? numberOf(w) : NaN;
+  if (!Number.isInteger(n) || n < 0 || n > 50) throw new CommandError(ErrorCode.FailedToParse, `w has to be a non-negative number and not greater than 50; found: ${String(w)}`);
+  if (n > 1 && engine.replicaSet === undefined) throw new CommandError(ErrorCode.BadValue, "cannot use 'w' > 1 when a host is not replicated");
+  return n;
+}
+
+/** A write asked of more members than the set has: applied here, and reported as a write concern error. */
+function withWriteConcern(reply: CommandReply | Promise<CommandReply>, replicas: number): CommandReply | Promise<CommandReply> {
+  if (replicas <= 1 || Buffer.isBuffer(reply) || isPromise(reply)) return reply;
+  return { ...reply, writeConcernError: { code: ErrorCode.UnsatisfiableWriteConcern, codeName: 'UnsatisfiableWriteConcern', errmsg: 'Not enough data-bearing nodes' } };
 }
 
 function encode(reply: CommandReply): Buffer {

@@ -1,55 +1,91 @@
-import { BSON, Long, type Document } from 'bson';
-import { Aggregator } from 'mingo';
+import { BSON, Long, ObjectId, type Document } from 'bson';
+import { checkPipeline, runPipeline } from '../aggregation.js';
+import { changeStreamSource, parseChangeStream, type WatchTarget } from '../change-streams.js';
+import { checkCollation } from '../collection-options.js';
 import { DEFAULT_FIRST_BATCH, type DocumentSource } from '../cursors.js';
 import type { Engine } from '../engine.js';
-import { CommandError, ErrorCode } from '../errors.js';
+import { CommandError, ErrorCode, refusal } from '../errors.js';
 import { FindExecution, type FindSpec } from '../executor.js';
-import { MINGO_OPTIONS } from '../matching.js';
+import { evaluateLet } from '../matcher.js';
 import { describePlan, parseSort, type SortSpec } from '../planner.js';
 import { compileProjection } from '../projection.js';
 import { asBuffer } from '../raw-bson.js';
-import { compareValues, isPlainObject, promoted, valuesAtPath } from '../values.js';
+import { compareValues, isNumber, isPlainObject, numberOf, promoted, valuesAtPath } from '../values.js';
 import { SERVER_VERSION } from './admin.js';
-import { optionalDocument, optionalNumber, toCursorId, type CommandHandler, type CommandRequest } from './request.js';
+import { checkFields, optionalDocument, optionalNumber, toCursorId, type CommandHandler, type CommandRequest } from './request.js';
 
 function findSpec(request: CommandRequest, filterField: string): FindSpec {
   const skip = optionalNumber(request, 'skip', 0);
   if (skip < 0) throw new CommandError(51024, `BSON field 'skip' value must be >= 0, actual value '${skip}'`);
+  checkCollation(request.body.collation);
   return {
     filter: optionalDocument(request, filterField) ?? {},
     sort: parseSort(request.body.sort),
     skip,
     limit: Math.abs(optionalNumber(request, 'limit', 0)),
     hint: request.body.hint,
+    variables: evaluateLet(request.body.let),
+    deadline: deadline(request),
   };
 }
 
+/** maxTimeMS as an absolute time (undefined: no limit). */
+function deadline(request: CommandRequest): number | undefined {
+  const ms = optionalNumber(request, 'maxTimeMS', 0);
+  if (ms < 0) throw new CommandError(ErrorCode.BadValue, `${ms} value for maxTimeMS is out of range [0, 2147483647]`);
+  return ms > 0 ? Date.now() + ms : undefined;
+}
+
+const FIND_FIELDS = [
+  'find', 'filter', 'projection', 'sort', 'hint', 'skip', 'limit', 'batchSize', 'singleBatch', 'let', 'collation',
+  'tailable', 'awaitData', 'noCursorTimeout', 'allowPartialResults', 'allowDiskUse', 'oplogReplay', 'max', 'min',
+  'returnKey', 'showRecordId', 'readOnce',
+];
+
 const find: CommandHandler = (engine, request) => {
+  checkFields(request, FIND_FIELDS);
+  for (const option of ['max', 'min', 'returnKey', 'showRecordId']) {
+    if (request.body[option] !== undefined && request.body[option] !== false) throw refusal(ErrorCode.InvalidOptions, `the find option '${option}'`);
+  }
   const spec = findSpec(request, 'filter');
   const batchSize = optionalNumber(request, 'batchSize', DEFAULT_FIRST_BATCH);
   if (batchSize < 0) throw new CommandError(51024, `BSON field 'batchSize' value must be >= 0, actual value '${batchSize}'`);
-  const projector = compileProjection(request.body.projection, spec.filter);
-  const execution = new FindExecution(request.collection(engine), spec, false);
+  const tailable = request.body.tailable === true;
+  const awaitData = request.body.awaitData === true;
+  if (awaitData && !tailable) throw new CommandError(ErrorCode.FailedToParse, 'Cannot set awaitData without tailable');
+  const collection = request.collection(engine);
+  if (tailable) {
+    if (collection && !collection.settings.capped) {
+      throw new CommandError(ErrorCode.BadValue, `error processing query: ns=${request.ns} :: caused by :: tailable cursor requested on non capped collection`);
+    }
+    if (spec.sort.length > 0) throw new CommandError(ErrorCode.BadValue, 'error processing query: cannot use tailable option with a sort other than {$natural: 1}');
+  }
+  const projector = compileProjection(request.body.projection, spec.filter, spec);
+  const execution = new FindExecution(collection, spec, false, tailable);
   const source: DocumentSource = {
     next: () => {
       const match = execution.next();
       return match && (projector ? projector(match.raw) : match.raw);
     },
     release: () => execution.release(),
+    ...(tailable && collection ? { tailable: { awaitData, finished: () => engine.catalog.collection(request.db, collection.name) !== collection } } : {}),
   };
   const singleBatch = request.body.singleBatch === true || optionalNumber(request, 'limit', 0) < 0;
-  return engine.cursors.open(request.ns, source, { batchSize, singleBatch });
+  return engine.cursors.open(request.ns, source, { batchSize, singleBatch, noTimeout: request.body.noCursorTimeout === true });
 };
 
 const getMore: CommandHandler = (engine, request) => {
+  checkFields(request, ['getMore', 'collection', 'batchSize', 'term', 'lastKnownCommittedOpTime']);
   const id = toCursorId(request.body.getMore);
   const collection = request.body.collection;
   if (typeof collection !== 'string') throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'getMore.collection' is missing but a required field");
   const batchSize = optionalNumber(request, 'batchSize', 0);
-  return engine.cursors.getMore(id, `${request.db}.${collection}`, batchSize);
+  const maxTimeMS = optionalNumber(request, 'maxTimeMS', 0);
+  return engine.cursors.getMore(id, `${request.db}.${collection}`, batchSize, maxTimeMS);
 };
 
 const killCursors: CommandHandler = (engine, request) => {
+  checkFields(request, ['killCursors', 'cursors']);
   const ids = Array.isArray(request.body.cursors) ? request.body.cursors.map(toCursorId) : [];
   const { killed, notFound } = engine.cursors.kill(ids);
   const asLongs = (list: bigint[]): Long[] => list.map((id) => Long.fromBigInt(id));
@@ -57,11 +93,13 @@ const killCursors: CommandHandler = (engine, request) => {
 };
 
 const count: CommandHandler = (engine, request) => {
+  checkFields(request, ['count', 'query', 'limit', 'skip', 'hint', 'collation', 'fields']);
   const execution = new FindExecution(request.collection(engine), { ...findSpec(request, 'query'), sort: [] }, false);
   return { n: execution.count(), ok: 1 };
 };
 
 const distinct: CommandHandler = (engine, request) => {
+  checkFields(request, ['distinct', 'key', 'query', 'collation', 'hint']);
   const key = request.body.key;
   if (typeof key !== 'string') throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'distinct.key' is missing but a required field");
   const execution = new FindExecution(request.collection(engine), { ...findSpec(request, 'query'), sort: [] }, true);
@@ -74,7 +112,7 @@ const distinct: CommandHandler = (engine, request) => {
 };
 
 /** The leading `$match`, `$sort`, `$skip` and `$limit` stages, run by the planner (with indexes). */
-function pushDown(pipeline: Document[]): { spec: FindSpec; rest: Document[] } {
+function pushDown(pipeline: Document[], hint: unknown, variables: Document | undefined): { spec: FindSpec; rest: Document[] } {
   let at = 0;
   let filter: Document = {};
   let sort: SortSpec = [];
@@ -83,50 +121,73 @@ function pushDown(pipeline: Document[]): { spec: FindSpec; rest: Document[] } {
   if (isPlainObject(pipeline[0]?.$match)) filter = pipeline[at++]!.$match as Document;
   if (pipeline[at]?.$sort !== undefined) {
     sort = parseSort(pipeline[at++]!.$sort);
-    if (typeof pipeline[at]?.$skip === 'number') skip = pipeline[at++]!.$skip as number;
-    if (typeof pipeline[at]?.$limit === 'number') limit = pipeline[at++]!.$limit as number;
+    if (isNumber(pipeline[at]?.$skip)) skip = numberOf(pipeline[at++]!.$skip);
+    if (isNumber(pipeline[at]?.$limit)) limit = numberOf(pipeline[at++]!.$limit);
   }
-  return { spec: { filter, sort, skip, limit }, rest: pipeline.slice(at) };
+  return { spec: { filter, sort, skip, limit, hint, variables }, rest: pipeline.slice(at) };
 }
 
-const UNSUPPORTED_STAGES = new Set(['$out', '$merge', '$changeStream', '$search', '$geoNear']);
+const AGGREGATE_FIELDS = ['aggregate', 'pipeline', 'explain', 'allowDiskUse', 'cursor', 'bypassDocumentValidation', 'collation', 'hint', 'let'];
+
+function watchTarget(request: CommandRequest, spec: Document): WatchTarget {
+  const target: unknown = request.body.aggregate;
+  if (typeof target === 'string') return { db: request.db, collection: target };
+  if (spec.allChangesForCluster === true) {
+    if (request.db !== 'admin') {
+      throw new CommandError(
+        ErrorCode.InvalidOptions,
+        `A $changeStream with 'allChangesForCluster:true' may only be opened on the 'admin' database, and with no collection name; found ${request.db}.$cmd.aggregate`,
+      );
+    }
+    return 'cluster';
+  }
+  if (request.db === 'admin' || request.db === 'config' || request.db === 'local') {
+    throw new CommandError(ErrorCode.InvalidNamespace, `$changeStream may not be opened on the internal ${request.db} database`);
+  }
+  return { db: request.db };
+}
 
 const aggregate: CommandHandler = (engine, request) => {
-  const pipeline: unknown = request.body.pipeline;
-  if (!Array.isArray(pipeline) || !pipeline.every(isPlainObject)) {
-    throw new CommandError(ErrorCode.TypeMismatch, "'pipeline' option must be specified as an array");
-  }
-  for (const stage of pipeline) {
-    const name = Object.keys(stage)[0] ?? '';
-    if (UNSUPPORTED_STAGES.has(name)) {
-      throw new CommandError(ErrorCode.BadValue, `${name} is not supported by the embedded engine`);
-    }
-  }
+  checkFields(request, AGGREGATE_FIELDS);
+  const pipeline = checkPipeline(request.body.pipeline);
+  checkCollation(request.body.collation);
   const cursorOptions = optionalDocument(request, 'cursor');
   const explain = request.body.explain === true;
   if (!cursorOptions && !explain) {
     throw new CommandError(ErrorCode.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument");
   }
+  const batchSize = cursorOptions?.batchSize === undefined ? undefined : numberOf(cursorOptions.batchSize);
   const target: unknown = request.body.aggregate;
-  const collection = typeof target === 'string' ? request.collection(engine) : undefined;
   const ns = typeof target === 'string' ? request.ns : `${request.db}.$cmd.aggregate`;
-  const { spec, rest } = pushDown(pipeline);
-  const execution = new FindExecution(collection, spec, rest.length > 0);
-  if (explain) {
-    const plan = execution.plan ? describePlan(execution.plan, spec.filter, spec.sort, spec.skip, spec.limit) : { stage: 'EOF' };
-    return { explainVersion: '1', stages: [{ $cursor: { queryPlanner: { namespace: ns, winningPlan: plan } } }, ...rest], ok: 1 };
+  const variables = evaluateLet(request.body.let);
+
+  if (pipeline[0]?.$changeStream !== undefined) {
+    const spec = pipeline[0].$changeStream as Document;
+    const stream = parseChangeStream(engine, spec, pipeline.slice(1));
+    const source = changeStreamSource(engine, watchTarget(request, isPlainObject(spec) ? spec : {}), stream, pipeline.slice(1));
+    return engine.cursors.open(ns, source, { batchSize });
   }
+
+  const collection = typeof target === 'string' ? request.collection(engine) : undefined;
+  const { spec, rest } = pushDown(pipeline, request.body.hint, variables);
+  const execution = new FindExecution(collection, spec, rest.length > 0);
+  if (explain) return explainAggregate(execution, spec, rest, ns, request.body);
   let source: DocumentSource;
   if (rest.length === 0) {
     source = { next: () => execution.next()?.raw, release: () => execution.release() };
   } else {
     const input: Document[] = [];
-    for (let m = execution.next(); m; m = execution.next()) input.push(m.doc!);
-    const collectionResolver = (name: string): Document[] => {
-      const other = engine.catalog.collection(request.db, name);
-      return other ? other.records.valuesArray().map((raw) => promoted(raw)) : [];
-    };
-    const results = new Aggregator(rest, { ...MINGO_OPTIONS, collectionResolver }).run(input) as Document[];
+    for (let m = execution.next(); m; m = execution.next()) input.push(promoted(m.raw));
+    const out = rest[rest.length - 1]!.$out;
+    const stages = out === undefined ? rest : rest.slice(0, -1);
+    const results = runPipeline(stages, input, {
+      variables,
+      collection: (name) => engine.catalog.collection(request.db, name)?.records.valuesArray().map((raw) => promoted(raw)) ?? [],
+    });
+    if (out !== undefined) {
+      writeOut(engine, request.db, out, results);
+      results.length = 0;
+    }
     let at = 0;
     source = {
       next: () => {
@@ -136,23 +197,57 @@ const aggregate: CommandHandler = (engine, request) => {
       release: () => {},
     };
   }
-  const batchSize = cursorOptions?.batchSize === undefined ? undefined : Number(cursorOptions.batchSize);
   return engine.cursors.open(ns, source, { batchSize });
 };
 
+/** `$out`: the results replace the target collection's documents, keeping its indexes; nothing changes if any fails. */
+function writeOut(engine: Engine, db: string, target: unknown, results: Document[]): void {
+  let into: { db: string; coll: string };
+  if (typeof target === 'string') into = { db, coll: target };
+  else if (isPlainObject(target) && typeof target.coll === 'string') into = { db: typeof target.db === 'string' ? target.db : db, coll: target.coll };
+  else throw new CommandError(16990, "$out only supports a string or object argument, not " + typeof target);
+  if (isPlainObject(target) && target.timeseries !== undefined) throw refusal(ErrorCode.InvalidOptions, '$out to a time series collection');
+  engine.catalog.replaceContents(into.db, into.coll, results.map((doc) => asBuffer(BSON.serialize('_id' in doc ? doc : { _id: new ObjectId(), ...doc }))));
+}
+
+function explainAggregate(execution: FindExecution, spec: FindSpec, rest: Document[], ns: string, command: Document): Document {
+  const plan = execution.plan ? describePlan(execution.plan, spec.filter, spec.sort, spec.skip, spec.limit) : { stage: 'EOF' };
+  return {
+    explainVersion: '1',
+    stages: [{ $cursor: { queryPlanner: { namespace: ns, indexFilterSet: false, parsedQuery: spec.filter, winningPlan: plan, rejectedPlans: [] } } }, ...rest],
+    serverInfo: { version: SERVER_VERSION },
+    command,
+    ok: 1,
+  };
+}
+
+const VERBOSITIES = new Set(['queryPlanner', 'executionStats', 'allPlansExecution']);
+
 const explain: CommandHandler = (engine, request) => {
+  checkFields(request, ['explain', 'verbosity']);
+  const verbosity = request.body.verbosity ?? 'allPlansExecution';
+  if (typeof verbosity !== 'string' || !VERBOSITIES.has(verbosity)) {
+    throw new CommandError(ErrorCode.BadValue, `Enumeration value '${String(verbosity)}' for field 'explain.verbosity' is not a valid value.`);
+  }
   const inner = optionalDocument(request, 'explain');
   const innerName = inner ? Object.keys(inner)[0] : undefined;
-  if (!inner || (innerName !== 'find' && innerName !== 'count')) {
-    throw new CommandError(ErrorCode.BadValue, `explain of ${String(innerName)} is not supported by the embedded engine`);
-  }
+  if (!inner || !innerName) throw new CommandError(ErrorCode.FailedToParse, 'explain command requires a nested object');
   const innerRequest = request.as(innerName, inner);
+  if (innerName === 'aggregate') {
+    checkFields(innerRequest, AGGREGATE_FIELDS);
+    const pipeline = checkPipeline(inner.pipeline);
+    if (pipeline[0]?.$changeStream !== undefined) throw refusal(ErrorCode.InvalidOptions, 'explain of a $changeStream');
+    const { spec, rest } = pushDown(pipeline, inner.hint, evaluateLet(inner.let));
+    const collection = typeof inner.aggregate === 'string' ? innerRequest.collection(engine) : undefined;
+    return explainAggregate(new FindExecution(collection, spec, false), spec, rest, typeof inner.aggregate === 'string' ? innerRequest.ns : `${request.db}.$cmd.aggregate`, inner);
+  }
+  if (innerName !== 'find' && innerName !== 'count') throw refusal(ErrorCode.InvalidOptions, `explain of ${innerName}`);
+  checkFields(innerRequest, innerName === 'find' ? FIND_FIELDS : ['count', 'query', 'limit', 'skip', 'hint', 'collation', 'fields']);
   const spec = innerName === 'find' ? findSpec(innerRequest, 'filter') : { ...findSpec(innerRequest, 'query'), sort: [] };
   const started = process.hrtime.bigint();
   const execution = new FindExecution(innerRequest.collection(engine), spec, false);
   const winningPlan = execution.plan ? describePlan(execution.plan, spec.filter, spec.sort, spec.skip, spec.limit) : { stage: 'EOF' };
   const queryPlanner = { namespace: innerRequest.ns, indexFilterSet: false, parsedQuery: spec.filter, winningPlan, rejectedPlans: [] };
-  const verbosity = request.body.verbosity ?? 'allPlansExecution';
   const reply: Document = { explainVersion: '1', queryPlanner };
   if (verbosity !== 'queryPlanner') {
     while (execution.next());
@@ -177,3 +272,4 @@ export const readCommands: Record<string, CommandHandler> = {
   aggregate,
   explain,
 };
+

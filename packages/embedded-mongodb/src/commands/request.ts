@@ -2,32 +2,23 @@ import { BSON, type Document } from 'bson';
 import type { Collection } from '../collection.js';
 import type { Engine } from '../engine.js';
 import { CommandError, ErrorCode } from '../errors.js';
-import { bsonTypeOf, TYPED } from '../values.js';
+import { bsonTypeOf, isNumber, isPlainObject, numberOf, typeName, TYPED } from '../values.js';
 
 /** One decoded command, as a handler sees it. */
 export class CommandRequest {
-  private typed: Document | undefined;
-
   constructor(
     readonly name: string,
     readonly db: string,
-    /** The body, promoted (what mingo and the planner use). */
+    /** The body in the typed view (int32, int64 and double kept apart). */
     readonly body: Document,
-    private readonly rawBody: Buffer,
     /** OP_MSG document sequences by identifier, raw. */
     readonly sequences: Map<string, Buffer[]>,
     readonly connectionId: number,
   ) {}
 
-  /** The body decoded keeping int32, int64 and double apart: for values that get stored. */
-  typedBody(): Document {
-    this.typed ??= BSON.deserialize(this.rawBody, TYPED);
-    return this.typed;
-  }
-
   /** The same request seen as another command (e.g. the command inside `explain`). */
   as(name: string, body: Document): CommandRequest {
-    return new CommandRequest(name, this.db, body, this.rawBody, new Map(), this.connectionId);
+    return new CommandRequest(name, this.db, body, new Map(), this.connectionId);
   }
 
   /** The collection a command names in its first field, e.g. `{find: "users"}`. */
@@ -47,32 +38,27 @@ export class CommandRequest {
     return engine.catalog.collection(this.db, this.collectionName);
   }
 
-  /** A document array given in the body or as a document sequence, in both views. */
-  statements(field: string): { promoted: Document[]; typed: Document[] } {
+  /** A document array given in the body or as a document sequence. */
+  statements(field: string): Document[] {
     const sequence = this.sequences.get(field);
-    if (sequence) {
-      return {
-        promoted: sequence.map((raw) => BSON.deserialize(raw)),
-        typed: sequence.map((raw) => BSON.deserialize(raw, TYPED)),
-      };
-    }
-    const promoted: unknown = this.body[field];
-    if (!Array.isArray(promoted)) {
+    if (sequence) return sequence.map((raw) => BSON.deserialize(raw, TYPED));
+    const statements: unknown = this.body[field];
+    if (!Array.isArray(statements)) {
       throw new CommandError(ErrorCode.FailedToParse, `BSON field '${this.name}.${field}' is missing but a required field`);
     }
-    return { promoted: promoted as Document[], typed: this.typedBody()[field] as Document[] };
+    return statements as Document[];
   }
 }
 
 export type CommandReply = Document | Buffer;
-export type CommandHandler = (engine: Engine, request: CommandRequest) => CommandReply;
+export type CommandHandler = (engine: Engine, request: CommandRequest) => CommandReply | Promise<CommandReply>;
 
 export function optionalNumber(request: CommandRequest, field: string, fallback: number): number {
   const value: unknown = request.body[field];
   if (value === undefined || value === null) return fallback;
-  const n = Number(value);
+  const n = isNumber(value) ? numberOf(value) : NaN;
   if (!Number.isFinite(n)) {
-    throw new CommandError(ErrorCode.TypeMismatch, `BSON field '${request.name}.${field}' is the wrong type '${typeof value}', expected a number`);
+    throw new CommandError(ErrorCode.TypeMismatch, `BSON field '${request.name}.${field}' is the wrong type '${typeName(value)}', expected a number`);
   }
   return Math.trunc(n);
 }
@@ -80,18 +66,39 @@ export function optionalNumber(request: CommandRequest, field: string, fallback:
 export function optionalDocument(request: CommandRequest, field: string): Document | undefined {
   const value: unknown = request.body[field];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'object' || Array.isArray(value)) {
-    throw new CommandError(ErrorCode.TypeMismatch, `BSON field '${request.name}.${field}' is the wrong type '${Array.isArray(value) ? 'array' : typeof value}', expected type 'object'`);
+  if (!isPlainObject(value)) {
+    throw new CommandError(ErrorCode.TypeMismatch, `BSON field '${request.name}.${field}' is the wrong type '${typeName(value)}', expected type 'object'`);
   }
-  return value as Document;
+  return value;
 }
 
-/** A cursor id as sent (int64, which may arrive promoted to a JS number). */
+/** A cursor id or transaction number as sent (int64, or a smaller number type when a client sends one). */
 export function toCursorId(value: unknown): bigint {
   if (typeof value === 'bigint') return value;
-  if (typeof value === 'number' && Number.isInteger(value)) return BigInt(value);
-  if (bsonTypeOf(value) === 'Long') {
-    return BigInt(String(value));
-  }
+  if (bsonTypeOf(value) === 'Long') return BigInt(String(value));
+  if (isNumber(value) && Number.isInteger(numberOf(value))) return BigInt(numberOf(value));
   throw new CommandError(ErrorCode.TypeMismatch, 'cursor id must be a 64-bit integer');
+}
+
+/** Fields any command may carry (sessions, read/write concerns, API versioning, driver metadata). */
+const GENERIC_FIELDS = new Set([
+  '$db', 'lsid', 'txnNumber', 'autocommit', 'startTransaction', '$clusterTime', '$readPreference', 'readConcern',
+  'writeConcern', 'comment', 'maxTimeMS', 'apiVersion', 'apiStrict', 'apiDeprecationErrors', 'stmtId', 'stmtIds',
+]);
+
+/**
+ * Refuses a field the command does not have, as MongoDB's command parser
+ * does (rather than ignoring it): `fields` are the command's own.
+ */
+export function checkFields(request: CommandRequest, fields: readonly string[], path = request.name, object: Document = request.body): void {
+  const top = object === request.body;
+  for (const name of Object.keys(object)) {
+    if (fields.includes(name) || (top && GENERIC_FIELDS.has(name))) continue;
+    throw new CommandError(40415, `BSON field '${path}.${name}' is an unknown field.`);
+  }
+}
+
+/** A command's own fields besides its name (e.g. the options of `create`). */
+export function commandOptions(request: CommandRequest): Document {
+  return Object.fromEntries(Object.entries(request.body).filter(([name]) => name !== request.name && !GENERIC_FIELDS.has(name)));
 }

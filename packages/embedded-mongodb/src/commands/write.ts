@@ -1,13 +1,17 @@
 import { BSON, ObjectId, type Document } from 'bson';
+import type { Collection } from '../collection.js';
+import { checkCollation } from '../collection-options.js';
 import type { Engine } from '../engine.js';
 import { CommandError, ErrorCode, toCommandError } from '../errors.js';
 import { findMatches } from '../executor.js';
+import { evaluateLet } from '../matcher.js';
 import { parseSort } from '../planner.js';
 import { compileProjection } from '../projection.js';
 import { asBuffer, documentFromElements, MAX_BSON_OBJECT_SIZE, rawElements } from '../raw-bson.js';
-import { updateDocument, updateKind, upsertDocument, type UpdatedDocument, type UpdateStatement } from '../update.js';
-import { isPlainObject, promoted, typed } from '../values.js';
-import { optionalDocument, type CommandHandler, type CommandRequest } from './request.js';
+import { checkStorage, upsertDocument, updateDocument, type UpdatedDocument } from '../update/apply.js';
+import { compileUpdate, updateKind, type CompiledUpdate } from '../update/parse.js';
+import { isPlainObject, typed } from '../values.js';
+import { checkFields, optionalDocument, type CommandHandler, type CommandRequest } from './request.js';
 
 /** A `writeErrors` entry: MongoDB sends index, code and errmsg (plus keyPattern/keyValue for E11000). */
 function writeError(index: number, error: unknown): Document {
@@ -33,6 +37,7 @@ function runStatements<T>(request: CommandRequest, statements: T[], run: (statem
 const BSON_ARRAY = 0x04;
 const BSON_UNDEFINED = 0x06;
 const BSON_REGEX = 0x0b;
+const BSON_DOCUMENT = 0x03;
 
 /** The stored form of an inserted document: its own bytes, `_id` first (generated when missing). */
 function prepareInsert(raw: Buffer): Buffer {
@@ -50,20 +55,30 @@ function prepareInsert(raw: Buffer): Buffer {
   const idType = raw[elements[idAt]!.start];
   if (idType === BSON_ARRAY || idType === BSON_UNDEFINED || idType === BSON_REGEX) {
     const name = idType === BSON_ARRAY ? 'array' : idType === BSON_REGEX ? 'regex' : 'undefined';
-    throw new CommandError(ErrorCode.BadValue, `The '_id' value cannot be of type ${name}`);
+    throw new CommandError(ErrorCode.InvalidIdField, `The '_id' value cannot be of type ${name}`);
   }
+  if (idType === BSON_DOCUMENT) checkStorage({ _id: typed(raw)._id }, true);
   return idAt === 0 ? raw : documentFromElements(raw, [elements[idAt]!, ...elements.filter((_, i) => i !== idAt)]);
 }
 
+/** Whether this write skips the collection's validator (bypassDocumentValidation). */
+function validating(request: CommandRequest, collection: Collection): boolean {
+  return request.body.bypassDocumentValidation !== true && collection.settings.validation !== undefined;
+}
+
 const insert: CommandHandler = (engine, request) => {
+  checkFields(request, ['insert', 'documents', 'ordered', 'bypassDocumentValidation']);
   const documents = request.sequences.get('documents') ?? request.body.documents;
   if (!Array.isArray(documents)) {
     throw new CommandError(ErrorCode.FailedToParse, "BSON field 'insert.documents' is missing but a required field");
   }
   const collection = engine.catalog.ensureCollection(request.db, request.collectionName).collection;
+  const validate = validating(request, collection);
   let n = 0;
   const writeErrors = runStatements(request, documents as Buffer[], (raw) => {
-    collection.insert(prepareInsert(raw));
+    const stored = prepareInsert(raw);
+    if (validate) collection.validate(typed(stored));
+    collection.insert(stored);
     n++;
   });
   return { n, ...(writeErrors.length > 0 ? { writeErrors } : {}), ok: 1 };
@@ -74,6 +89,7 @@ interface UpdateOptions {
   upsert: boolean;
   sort?: Document;
   hint?: unknown;
+  variables?: Document;
 }
 
 interface UpdateOutcome {
@@ -85,63 +101,89 @@ interface UpdateOutcome {
   after?: Buffer;
 }
 
-function executeUpdate(engine: Engine, request: CommandRequest, statement: UpdateStatement, options: UpdateOptions): UpdateOutcome {
-  if (options.multi && updateKind(statement.update) === 'replacement') {
+function executeUpdate(engine: Engine, request: CommandRequest, filter: Document, update: CompiledUpdate, options: UpdateOptions): UpdateOutcome {
+  if (options.multi && update.kind === 'replacement') {
     throw new CommandError(ErrorCode.FailedToParse, 'multi update is not supported for replacement-style update');
   }
   const collection = request.collection(engine);
   const matches = findMatches(collection, {
-    filter: statement.filter,
+    filter,
     sort: parseSort(options.sort),
     limit: options.multi ? 0 : 1,
     hint: options.hint,
+    variables: options.variables,
   });
+  const now = new Date(engine.clock.now());
   if (matches.length === 0) {
     if (!options.upsert) return { matched: 0, modified: 0 };
-    const created = upsertDocument(statement);
-    engine.catalog.ensureCollection(request.db, request.collectionName).collection.insert(created.raw, created.doc);
+    const created = upsertDocument(update, filter, now);
+    const target = engine.catalog.ensureCollection(request.db, request.collectionName).collection;
+    if (validating(request, target)) target.validate(created.doc);
+    target.insert(created.raw, created.doc);
     return { matched: 0, modified: 0, upserted: created, after: created.raw };
   }
   let modified = 0;
   let after: Buffer | undefined;
+  const validate = validating(request, collection!);
   for (const match of matches) {
-    const next = updateDocument(statement, match.raw, match.doc);
+    const next = updateDocument(update, match.raw, match.doc, now);
     after = next?.raw ?? match.raw;
     if (!next) continue;
-    collection!.replace(match.rid, next.raw, next.doc, promoted(match.raw));
+    const previous = typed(match.raw);
+    if (validate) collection!.validate(next.doc, previous);
+    collection!.replace(match.rid, next.raw, next.doc, previous, {
+      operation: update.kind === 'replacement' ? 'replace' : 'update',
+      description: next.description,
+    });
     modified++;
   }
   return { matched: matches.length, modified, before: matches[0]!.raw, after };
 }
 
-function statementFrom(promotedSpec: Document, typedSpec: Document, filterField: string, updateField: string): UpdateStatement {
-  const filter: unknown = promotedSpec[filterField] ?? {};
+/** A statement's filter, update and array filters, checked and compiled once. */
+function compileStatement(spec: Document, filterField: string, updateField: string, variables: Document | undefined): { filter: Document; update: CompiledUpdate } {
+  const filter: unknown = spec[filterField] ?? {};
   if (!isPlainObject(filter)) throw new CommandError(ErrorCode.TypeMismatch, `'${filterField}' must be an object`);
-  const update: unknown = promotedSpec[updateField];
+  const update: unknown = spec[updateField];
   if (update === undefined) throw new CommandError(ErrorCode.FailedToParse, `BSON field '${updateField}' is missing but a required field`);
+  updateKind(update);
+  if (spec.arrayFilters !== undefined && !Array.isArray(spec.arrayFilters)) {
+    throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'arrayFilters' is the wrong type, expected type 'array'");
+  }
+  if (spec.arrayFilters !== undefined && updateKind(update) !== 'operators') {
+    throw new CommandError(ErrorCode.FailedToParse, 'arrayFilters may not be specified for pipeline-style updates');
+  }
+  checkCollation(spec.collation);
   return {
     filter,
-    typedFilter: (typedSpec[filterField] as Document | undefined) ?? {},
-    update: update as Document,
-    typedUpdate: typedSpec[updateField] as Document,
-    arrayFilters: Array.isArray(promotedSpec.arrayFilters) ? (promotedSpec.arrayFilters as Document[]) : undefined,
+    update: compileUpdate({ filter, update: update as Document, arrayFilters: spec.arrayFilters as Document[] | undefined, variables }),
   };
 }
 
+const UPDATE_STATEMENT_FIELDS = ['q', 'u', 'c', 'multi', 'upsert', 'arrayFilters', 'hint', 'collation', 'upsertSupplied'];
+
 const update: CommandHandler = (engine, request) => {
-  const { promoted: statements, typed: typedStatements } = request.statements('updates');
+  checkFields(request, ['update', 'updates', 'ordered', 'bypassDocumentValidation', 'let']);
+  const variables = evaluateLet(request.body.let);
+  const statements = request.statements('updates');
+  // MongoDB 7.0 has no `sort` in update statements (8.0 added it).
+  for (const spec of statements) checkFields(request, UPDATE_STATEMENT_FIELDS, 'update.updates', spec);
   let n = 0;
   let nModified = 0;
   const upserted: Document[] = [];
   const writeErrors = runStatements(request, statements, (spec, index) => {
-    const outcome = executeUpdate(engine, request, statementFrom(spec, typedStatements[index]!, 'q', 'u'), {
+    const constants = isPlainObject(spec.c) ? evaluateLet(spec.c) : undefined;
+    const statementVariables = constants || variables ? { ...variables, ...constants } : undefined;
+    const { filter, update: compiled } = compileStatement(spec, 'q', 'u', statementVariables);
+    const outcome = executeUpdate(engine, request, filter, compiled, {
       multi: spec.multi === true,
       upsert: spec.upsert === true,
       hint: spec.hint,
+      variables: statementVariables,
     });
     if (outcome.upserted) {
       n++;
-      upserted.push({ index, _id: typed(outcome.upserted.raw)._id });
+      upserted.push({ index, _id: outcome.upserted.doc._id });
     }
     n += outcome.matched;
     nModified += outcome.modified;
@@ -156,15 +198,19 @@ const update: CommandHandler = (engine, request) => {
 };
 
 const del: CommandHandler = (engine, request) => {
-  const { promoted: statements } = request.statements('deletes');
+  checkFields(request, ['delete', 'deletes', 'ordered', 'let']);
+  const variables = evaluateLet(request.body.let);
+  const statements = request.statements('deletes');
+  for (const spec of statements) checkFields(request, ['q', 'limit', 'hint', 'collation'], 'delete.deletes', spec);
   const collection = request.collection(engine);
   let n = 0;
   const writeErrors = runStatements(request, statements, (spec) => {
+    checkCollation(spec.collation);
     const limit = Number(spec.limit ?? 0);
     if (limit !== 0 && limit !== 1) throw new CommandError(ErrorCode.FailedToParse, 'The limit field in delete objects must be 0 or 1. Got ' + String(limit));
     const filter: unknown = spec.q ?? {};
     if (!isPlainObject(filter)) throw new CommandError(ErrorCode.TypeMismatch, "'q' must be an object");
-    for (const match of findMatches(collection, { filter, sort: [], limit, hint: spec.hint })) {
+    for (const match of findMatches(collection, { filter, sort: [], limit, hint: spec.hint, variables })) {
       collection!.remove(match.rid, match.doc);
       n++;
     }
@@ -173,6 +219,10 @@ const del: CommandHandler = (engine, request) => {
 };
 
 const findAndModify: CommandHandler = (engine, request) => {
+  checkFields(request, [
+    request.name, 'query', 'sort', 'remove', 'update', 'new', 'fields', 'upsert', 'bypassDocumentValidation',
+    'collation', 'arrayFilters', 'hint', 'let',
+  ]);
   const { body } = request;
   const remove = body.remove === true;
   const returnNew = body.new === true;
@@ -181,26 +231,30 @@ const findAndModify: CommandHandler = (engine, request) => {
   if (!remove && body.update === undefined) throw new CommandError(ErrorCode.FailedToParse, 'Either an update or remove=true must be specified');
   if (remove && returnNew) throw new CommandError(ErrorCode.FailedToParse, "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document");
   if (remove && upsert) throw new CommandError(ErrorCode.FailedToParse, 'Cannot specify both upsert=true and remove=true');
+  checkCollation(body.collation);
+  const variables = evaluateLet(body.let);
   const query = optionalDocument(request, 'query') ?? {};
-  const projector = compileProjection(body.fields, query);
+  const projector = compileProjection(body.fields, query, { variables });
   const value = (raw: Buffer | undefined): Document | null => (raw ? typed(projector ? projector(raw) : raw) : null);
 
   if (remove) {
     const collection = request.collection(engine);
-    const [match] = findMatches(collection, { filter: query, sort: parseSort(body.sort), limit: 1, hint: body.hint });
+    const [match] = findMatches(collection, { filter: query, sort: parseSort(body.sort), limit: 1, hint: body.hint, variables });
     if (match) collection!.remove(match.rid, match.doc);
     return { lastErrorObject: { n: match ? 1 : 0 }, value: value(match?.raw), ok: 1 };
   }
-  const outcome = executeUpdate(engine, request, statementFrom(body, request.typedBody(), 'query', 'update'), {
+  const { filter, update: compiled } = compileStatement(body, 'query', 'update', variables);
+  const outcome = executeUpdate(engine, request, filter, compiled, {
     multi: false,
     upsert,
     sort: optionalDocument(request, 'sort'),
     hint: body.hint,
+    variables,
   });
   const lastErrorObject = {
     n: outcome.matched + (outcome.upserted ? 1 : 0),
     updatedExisting: outcome.matched > 0,
-    ...(outcome.upserted ? { upserted: typed(outcome.upserted.raw)._id } : {}),
+    ...(outcome.upserted ? { upserted: outcome.upserted.doc._id } : {}),
   };
   return { lastErrorObject, value: value(returnNew ? outcome.after : outcome.before), ok: 1 };
 };
