@@ -1,7 +1,8 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { MongoClient } from 'mongodb';
 import { describe, expect, it } from 'vitest';
 
@@ -16,10 +17,20 @@ async function freePort(): Promise<number> {
   return typeof address === 'object' && address ? address.port : 0;
 }
 
+const run = promisify(execFile);
+
 describe('embedded-mongodb (the command line)', () => {
+  it('answers --help with its usage and exit code 0, and a bad option with one line and exit code 2', async () => {
+    const help = await run(process.execPath, [CLI, '--help']);
+    expect(help.stdout).toMatch(/^Usage: embedded-mongodb/);
+    const bad = await run(process.execPath, [CLI, '--colour', 'blue']).catch((error: { code: number; stderr: string }) => error);
+    expect('code' in bad && bad.code).toBe(2);
+    expect((bad as { stderr: string }).stderr.trim().split('\n')).toHaveLength(1);
+  });
+
   it('serves the driver on the given port, announces its URI and exits 0 on SIGTERM', async () => {
     const port = await freePort();
-    const child = spawn(process.execPath, [CLI, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, '--port', String(port), '--standalone'], { stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = once(child, 'exit');
     try {
       const uri = await new Promise<string>((resolve, reject) => {
@@ -38,6 +49,7 @@ describe('embedded-mongodb (the command line)', () => {
       try {
         await client.db('cli').collection('things').insertOne({ _id: 1 as never, ok: true });
         expect(await client.db('cli').collection('things').findOne({})).toEqual({ _id: 1, ok: true });
+        expect((await client.db('admin').command({ hello: 1 })).setName).toBeUndefined();
       } finally {
         await client.close();
       }

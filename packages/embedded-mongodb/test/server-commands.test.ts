@@ -1,4 +1,3 @@
-import { Long } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, serverError, type Connected } from './support/connect.js';
 
@@ -11,10 +10,9 @@ beforeAll(async () => {
 afterAll(() => t?.stop());
 
 describe('server and session commands', () => {
-  it('answers hello as a writable standalone the driver accepts', async () => {
+  it('answers hello as a writable primary the driver accepts', async () => {
     const hello = await t.db.admin().command({ hello: 1 });
     expect(hello).toMatchObject({ ok: 1, isWritablePrimary: true, minWireVersion: 0 });
-    expect(hello.setName).toBeUndefined();
     expect(hello.maxWireVersion).toBeGreaterThanOrEqual(8);
     expect(hello.maxBsonObjectSize).toBe(16 * 1024 * 1024);
     expect(hello.maxMessageSizeBytes).toBe(48_000_000);
@@ -49,31 +47,6 @@ describe('server and session commands', () => {
     expect(error.code).toBe(59);
     expect(error.codeName).toBe('CommandNotFound');
     expect(error.message).toBe("no such command: 'frobnicate'");
-  });
-
-  it('refuses multi-document transactions like a standalone mongod', async () => {
-    const session = t.client.startSession();
-    try {
-      session.startTransaction();
-      const error = await serverError(t.collection('tx').insertOne({ a: 1 }, { session }));
-      // The driver reports it as "does not support retryable writes" and keeps the server's answer.
-      const original = (error.originalError ?? error) as { code?: number; codeName?: string; message: string };
-      expect(original.code).toBe(20);
-      expect(original.codeName).toBe('IllegalOperation');
-      expect(original.message).toContain('Transaction numbers are only allowed on a replica set member or mongos');
-    } finally {
-      await session.abortTransaction().catch(() => undefined);
-      await session.endSession();
-    }
-    expect(await t.collection('tx').countDocuments()).toBe(0);
-  });
-
-  it('refuses a command that carries a transaction number', async () => {
-    const error = await serverError(
-      t.db.command({ insert: 'tx', documents: [{ a: 1 }], txnNumber: Long.fromNumber(1), autocommit: false, startTransaction: true }),
-    );
-    expect(error.code).toBe(20);
-    expect(await t.collection('tx').countDocuments()).toBe(0);
   });
 
   it('lists and drops databases', async () => {
