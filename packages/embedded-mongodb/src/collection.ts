@@ -146,12 +146,14 @@ export class Collection {
     this.dataSize += raw.length - (before?.length ?? 0);
     const stored = this.arena.store(raw);
     this.records.set(rid, stored);
-    this.oplog.append({ ...change, db: this.db, collection: this.name, id: doc._id, before, after: stored });
+    // The version before is kept only where a change stream needs it: to describe a pipeline-style update, or as a pre-image.
+    const keepBefore = this.settings.preImages || (change.operation === 'update' && !change.description);
+    this.oplog.append({ ...change, db: this.db, collection: this.name, id: doc._id, before: keepBefore ? before : undefined, after: stored });
     this.compactWhenWasteful();
   }
 
   remove(rid: number, doc: Document): void {
-    const before = this.records.get(rid);
+    const before = this.settings.preImages ? this.records.get(rid) : undefined;
     this.removeRecord(rid, doc);
     this.oplog.append({ operation: 'delete', db: this.db, collection: this.name, id: doc._id, before });
   }

@@ -14,6 +14,9 @@ const replicaSet = external
     })
   : true;
 
+/** Short server-side waits, so that opening a stream (tryNext) costs little; each wait still ends when a change comes. */
+const QUICK = { maxAwaitTimeMS: 50 } as const;
+
 /** The next change of a stream, failing the test if none comes within `ms`. */
 async function nextChange<T extends Document>(stream: ChangeStream<T>, ms = 5000): Promise<ChangeStreamDocument<T>> {
   let timer: NodeJS.Timeout | undefined;
@@ -44,7 +47,7 @@ describe.skipIf(!replicaSet)('change streams', () => {
   const written = (name: string) => writer.db(t.database.dbName).collection<AnyDocument>(name);
 
   it('report inserts, updates, replacements and deletes from another connection, in commit order', async () => {
-    const stream = t.collection('orders').watch();
+    const stream = t.collection('orders').watch([], QUICK);
     try {
       await stream.tryNext(); // the stream is open on the server before anything is written
       await written('orders').insertOne({ _id: 1, status: 'new', lines: [1] });
@@ -70,7 +73,7 @@ describe.skipIf(!replicaSet)('change streams', () => {
   });
 
   it("look up the current document with fullDocument: 'updateLookup' and filter with a $match after $changeStream", async () => {
-    const stream = t.collection('notes').watch([{ $match: { 'fullDocument.owner': 7 } }], { fullDocument: 'updateLookup' });
+    const stream = t.collection('notes').watch([{ $match: { 'fullDocument.owner': 7 } }], { ...QUICK, fullDocument: 'updateLookup' });
     try {
       await stream.tryNext();
       await written('notes').insertMany([{ _id: 1, owner: 8, text: 'a' }, { _id: 2, owner: 7, text: 'b' }]);
@@ -83,20 +86,34 @@ describe.skipIf(!replicaSet)('change streams', () => {
     }
   });
 
-  it('wait on the server for a change that comes while the driver waits', async () => {
-    const stream = t.collection('waiting').watch([], { maxAwaitTimeMS: 2000 });
+  it('show documents as they were before a change on a collection with changeStreamPreAndPostImages', async () => {
+    await t.db.createCollection('imaged', { changeStreamPreAndPostImages: { enabled: true } });
+    const stream = t.collection('imaged').watch([], { ...QUICK, fullDocumentBeforeChange: 'required' });
     try {
       await stream.tryNext();
-      const pending = nextChange(stream);
-      setTimeout(() => void written('waiting').insertOne({ _id: 'late' }), 100);
-      expect(await pending).toMatchObject({ operationType: 'insert', documentKey: { _id: 'late' } });
+      await written('imaged').insertOne({ _id: 1, v: 'first' });
+      await written('imaged').updateOne({ _id: 1 }, { $set: { v: 'second' } });
+      await written('imaged').deleteOne({ _id: 1 });
+      expect(await nextChange(stream)).toMatchObject({ operationType: 'insert' });
+      expect(await nextChange(stream)).toMatchObject({ operationType: 'update', fullDocumentBeforeChange: { _id: 1, v: 'first' } });
+      expect(await nextChange(stream)).toMatchObject({ operationType: 'delete', fullDocumentBeforeChange: { _id: 1, v: 'second' } });
     } finally {
       await stream.close();
     }
   });
 
+  it('answer a getMore that waits with the change that comes while it waits', async () => {
+    const opened = await t.db.command({ aggregate: 'waiting', pipeline: [{ $changeStream: {} }], cursor: {} });
+    expect(opened.cursor.firstBatch).toEqual([]);
+    const waiting = t.db.command({ getMore: opened.cursor.id, collection: 'waiting', maxTimeMS: 10_000 });
+    setTimeout(() => void written('waiting').insertOne({ _id: 'late' }), 50);
+    const { cursor } = await waiting;
+    expect(cursor.nextBatch).toMatchObject([{ operationType: 'insert', documentKey: { _id: 'late' } }]);
+    await t.db.command({ killCursors: 'waiting', cursors: [opened.cursor.id] });
+  });
+
   it('resume after a token with resumeAfter, returning the changes made while no stream was open', async () => {
-    const first = t.collection('resumed').watch();
+    const first = t.collection('resumed').watch([], QUICK);
     let token: ResumeToken;
     try {
       await first.tryNext();
@@ -108,7 +125,7 @@ describe.skipIf(!replicaSet)('change streams', () => {
     }
     await written('resumed').insertOne({ _id: 2 });
     await written('resumed').insertOne({ _id: 3 });
-    const resumed = t.collection('resumed').watch([], { resumeAfter: token });
+    const resumed = t.collection('resumed').watch([], { ...QUICK, resumeAfter: token });
     try {
       expect(await nextChange(resumed)).toMatchObject({ documentKey: { _id: 2 } });
       expect(await nextChange(resumed)).toMatchObject({ documentKey: { _id: 3 } });
@@ -119,7 +136,7 @@ describe.skipIf(!replicaSet)('change streams', () => {
 
   it('invalidate a collection stream when the collection is dropped, and start again after it with startAfter', async () => {
     await written('dropped').insertOne({ _id: 0 });
-    const stream = t.collection('dropped').watch();
+    const stream = t.collection('dropped').watch([], QUICK);
     let invalidate: ResumeToken;
     try {
       await stream.tryNext();
@@ -136,7 +153,7 @@ describe.skipIf(!replicaSet)('change streams', () => {
     const refused = await serverError(t.db.command({ aggregate: 'dropped', pipeline: [{ $changeStream: { resumeAfter: invalidate } }], cursor: {} }));
     expect(refused.code).toBe(260);
     await written('dropped').insertOne({ _id: 'again' });
-    const after = t.collection('dropped').watch([], { startAfter: invalidate });
+    const after = t.collection('dropped').watch([], { ...QUICK, startAfter: invalidate });
     try {
       expect(await nextChange(after)).toMatchObject({ operationType: 'insert', documentKey: { _id: 'again' } });
     } finally {
@@ -145,8 +162,8 @@ describe.skipIf(!replicaSet)('change streams', () => {
   });
 
   it('watch a whole database and the whole deployment', async () => {
-    const database = t.db.watch();
-    const cluster = t.client.watch();
+    const database = t.db.watch([], QUICK);
+    const cluster = t.client.watch([], QUICK);
     try {
       await Promise.all([database.tryNext(), cluster.tryNext()]);
       await written('one').insertOne({ _id: 'a' });
@@ -178,7 +195,7 @@ describe.skipIf(external)('change streams on the engine', () => {
     const proxy = await startProxy(new URL(server.uri).host);
     const client = await MongoClient.connect(`mongodb://${proxy.address}/?directConnection=true`, { serverSelectionTimeoutMS: 5000 });
     const writer = await MongoClient.connect(server.uri);
-    const stream = client.db('cut').collection<AnyDocument>('items').watch();
+    const stream = client.db('cut').collection<AnyDocument>('items').watch([], QUICK);
     try {
       await stream.tryNext();
       await writer.db('cut').collection<AnyDocument>('items').insertOne({ _id: 1 });
@@ -200,7 +217,7 @@ describe.skipIf(external)('change streams on the engine', () => {
     const client = await MongoClient.connect(server.uri);
     try {
       const items = client.db('lost').collection<AnyDocument>('items');
-      const stream = items.watch();
+      const stream = items.watch([], QUICK);
       await stream.tryNext();
       await items.insertOne({ _id: 0 });
       const first = await nextChange(stream);
