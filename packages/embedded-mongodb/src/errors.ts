@@ -90,7 +90,11 @@ export function refusal(code: number, what: string, note = ''): CommandError {
 /** Turns anything a command throws into a CommandError (mingo's errors are bad input). */
 export function toCommandError(error: unknown): CommandError {
   if (error instanceof CommandError) return error;
-  if (error instanceof MingoError) return new CommandError(ErrorCode.BadValue, error.message);
+  if (error instanceof MingoError) {
+    // mingo runs no JavaScript (scriptEnabled is off): $function and $accumulator end up here.
+    if (/scriptEnabled/.test(error.message)) return refusal(ErrorCode.BadValue, 'Server-side JavaScript ($where, $function, $accumulator)');
+    return new CommandError(ErrorCode.BadValue, error.message);
+  }
   const message = error instanceof Error ? error.message : String(error);
   return new CommandError(ErrorCode.InternalError, message);
 }
