@@ -1,18 +1,12 @@
 import { MongoClient, type ChangeStream, type ChangeStreamDocument, type Document, type ResumeToken } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedServer, type EmbeddedServer } from '../src/index.js';
-import { connect, serverError, type AnyDocument, type Connected } from './support/connect.js';
+import { connect, serverError, servesReplicaSet, type AnyDocument, type Connected } from './support/connect.js';
 import { startProxy } from './support/proxy.js';
 
 const external = process.env.MONGODB_URI;
 /** Change streams need a replica set: against a standalone MONGODB_URI these tests have nothing to check. */
-const replicaSet = external
-  ? await MongoClient.connect(external).then(async (client) => {
-      const hello = await client.db('admin').command({ hello: 1 });
-      await client.close();
-      return hello.setName !== undefined;
-    })
-  : true;
+const replicaSet = await servesReplicaSet();
 
 /** Short server-side waits, so that opening a stream (tryNext) costs little; each wait still ends when a change comes. */
 const QUICK = { maxAwaitTimeMS: 50 } as const;

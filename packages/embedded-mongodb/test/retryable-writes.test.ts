@@ -1,16 +1,9 @@
-import { Long, MongoClient, type ClientSession } from 'mongodb';
+import { Long, type ClientSession } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, serverError, type Connected } from './support/connect.js';
+import { connect, serverError, servesReplicaSet, type Connected } from './support/connect.js';
 
-const external = process.env.MONGODB_URI;
 /** Retryable writes need a replica set member (or mongos). */
-const replicaSet = external
-  ? await MongoClient.connect(external).then(async (client) => {
-      const hello = await client.db('admin').command({ hello: 1 });
-      await client.close();
-      return hello.setName !== undefined;
-    })
-  : true;
+const replicaSet = await servesReplicaSet();
 
 describe.skipIf(!replicaSet)('retryable writes', () => {
   let t: Connected;

@@ -36,6 +36,22 @@ export async function startTestDatabase(options: EmbeddedServerOptions = {}): Pr
   return { uri: server.uri, dbName, stop: () => server.close() };
 }
 
+/**
+ * Whether the server under test is a replica set member: the embedded engine
+ * is one by default; a MONGODB_URI may name a standalone, where change streams
+ * and retryable writes do not exist.
+ */
+export async function servesReplicaSet(): Promise<boolean> {
+  const external = process.env.MONGODB_URI;
+  if (!external) return true;
+  const client = await MongoClient.connect(external);
+  try {
+    return (await client.db('admin').command({ hello: 1 })).setName !== undefined;
+  } finally {
+    await client.close();
+  }
+}
+
 /** Documents of any shape: the tests choose their own `_id` types, which the driver's schema typing would refuse. */
 /* eslint-disable @typescript-eslint/no-explicit-any */
 export interface AnyDocument {
