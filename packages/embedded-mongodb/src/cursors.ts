@@ -16,6 +16,8 @@ export interface DocumentSource {
   tailable?: { awaitData: boolean; finished(): boolean };
   /** Fields added to the cursor document of each batch (a change stream's postBatchResumeToken). */
   batchFields?(): Document;
+  /** A change stream reports the drop or rename of what it watches as events, so neither ends it. */
+  outlivesCollection?: boolean;
 }
 
 export function arraySource(docs: Buffer[]): DocumentSource {
@@ -141,7 +143,7 @@ export class CursorRegistry {
   /** Ends the queries open on a collection that was dropped or renamed (change streams see the drop themselves). */
   killNamespace(ns: string, reason: string): void {
     for (const cursor of this.cursors.values()) {
-      if (cursor.ns === ns && !cursor.source.batchFields) cursor.killed = new CommandError(ErrorCode.QueryPlanKilled, `collection ${reason}`);
+      if (cursor.ns === ns && !cursor.source.outlivesCollection) cursor.killed = new CommandError(ErrorCode.QueryPlanKilled, `collection ${reason}`);
     }
   }
 

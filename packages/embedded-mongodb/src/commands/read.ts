@@ -68,7 +68,8 @@ const find: CommandHandler = (engine, request) => {
       return match && (projector ? projector(match.raw) : match.raw);
     },
     release: () => execution.release(),
-    ...(tailable && collection ? { tailable: { awaitData, finished: () => engine.catalog.collection(request.db, collection.name) !== collection } } : {}),
+    // A tailable cursor ends only when its collection does (on a missing collection, at once).
+    ...(tailable ? { tailable: { awaitData, finished: () => collection === undefined } } : {}),
   };
   const singleBatch = request.body.singleBatch === true || optionalNumber(request, 'limit', 0) < 0;
   return engine.cursors.open(request.ns, source, { batchSize, singleBatch, noTimeout: request.body.noCursorTimeout === true });
