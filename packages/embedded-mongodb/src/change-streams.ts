@@ -155,7 +155,7 @@ export function changeStreamSource(engine: Engine, target: WatchTarget, spec: St
           _id: resumeToken(readUpTo),
           operationType: 'invalidate',
           clusterTime: cause.clusterTime,
-          wallTime: cause.wallTime,
+          wallTime: new Date(cause.wallTime),
         }));
       }
       if (oplog.dropped(position)) {
@@ -237,7 +237,7 @@ function shape(engine: Engine, event: ChangeEvent, spec: StreamSpec): Document {
     _id: resumeToken({ time: event.clusterTime, invalidate: false }),
     operationType: event.operation,
     clusterTime: event.clusterTime,
-    wallTime: event.wallTime,
+    wallTime: new Date(event.wallTime),
   };
   const collection = event.collection === undefined ? undefined : engine.catalog.collection(event.db, event.collection);
   const preImages = collection?.settings.preImages ?? false;

@@ -40,7 +40,8 @@ export type ChangeOperation = 'insert' | 'update' | 'replace' | 'delete' | 'drop
 /** One committed change, as change streams read it. */
 export interface ChangeEvent {
   clusterTime: Timestamp;
-  wallTime: Date;
+  /** Milliseconds since the epoch, by the engine's clock. */
+  wallTime: number;
   operation: ChangeOperation;
   db: string;
   /** Absent for dropDatabase. */
@@ -86,8 +87,11 @@ export class Oplog {
     this.truncatedAt = clusterClock.tick();
   }
 
+  /** Records a change; `event` becomes the oplog entry (callers pass a fresh object). */
   append(event: Omit<ChangeEvent, 'clusterTime' | 'wallTime'>): void {
-    const full: ChangeEvent = { ...event, clusterTime: this.clusterClock.tick(), wallTime: new Date(this.clock.now()) };
+    const full = event as ChangeEvent;
+    full.clusterTime = this.clusterClock.tick();
+    full.wallTime = this.clock.now();
     this.events.push(full);
     this.bytes += sizeOf(full);
     while (this.bytes > this.maxBytes && this.head < this.events.length - 1) {

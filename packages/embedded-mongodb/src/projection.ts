@@ -32,6 +32,8 @@ export function compileProjection(spec: unknown, filter: Document, context: Matc
   if (spec === undefined || spec === null) return undefined;
   if (!isPlainObject(spec)) throw new CommandError(ErrorCode.TypeMismatch, 'Expected field projection to be of type object');
   if (Object.keys(spec).length === 0) return undefined;
+  const simple = topLevelProjector(spec);
+  if (simple) return simple;
   const projection = flatten(spec);
 
   const root: Node = { children: new Map() };
@@ -74,15 +76,6 @@ export function compileProjection(spec: unknown, filter: Document, context: Matc
   // Only `$slice` (and `_id`): the other fields stay, as in an exclusion.
   const sliceOnly = [...walkLeaves(root)].some((leaf) => leaf.kind === 'slice');
   const mode = inclusion ?? (sliceOnly ? false : keepId);
-  if (mode && Object.entries(projection).every(([field, v]) => !field.includes('.') && (typeof v === 'boolean' || isNumber(v)))) {
-    // Top-level inclusion (the common case): copy stored elements as they are.
-    const fields = new Set(Object.keys(projection).filter((field) => field !== '_id'));
-    return (raw) => documentFromElements(raw, rawElements(raw).filter((e) => (e.name === '_id' ? keepId : fields.has(e.name))));
-  }
-  if (!mode && Object.values(projection).every((v) => typeof v === 'boolean' || isNumber(v)) && Object.keys(projection).every((f) => !f.includes('.'))) {
-    const fields = new Set(Object.keys(projection));
-    return (raw) => documentFromElements(raw, rawElements(raw).filter((e) => !fields.has(e.name)));
-  }
 
   const positional = [...walkLeaves(root)].find((leaf) => leaf.kind === 'positional') as Extract<Leaf, { kind: 'positional' }> | undefined;
   const positionalTest = positional ? positionalCondition(filter, positional.field, context) : undefined;
@@ -93,6 +86,23 @@ export function compileProjection(spec: unknown, filter: Document, context: Matc
     else if (mode && hasField(doc, '_id')) return encode(moveIdFirst(out, doc._id));
     return encode(out);
   };
+}
+
+/**
+ * A projection of top-level fields by 1/0 only (by far the most common): it
+ * copies the kept elements of the stored bytes as they are.
+ */
+function topLevelProjector(spec: Document): Projector | undefined {
+  const entries = Object.entries(spec);
+  if (!entries.every(([field, v]) => !field.includes('.') && !field.startsWith('$') && (typeof v === 'boolean' || isNumber(v)))) return undefined;
+  const include = (v: unknown): boolean => (typeof v === 'boolean' ? v : numberOf(v) !== 0);
+  const others = entries.filter(([field]) => field !== '_id');
+  if (others.length > 0 && !others.every(([, v]) => include(v) === include(others[0]![1]))) return undefined; // mixed: refused below
+  const keepId = spec._id === undefined || include(spec._id);
+  const inclusion = others.length > 0 ? include(others[0]![1]) : keepId;
+  const fields = new Set(others.map(([field]) => field));
+  return (raw) =>
+    documentFromElements(raw, rawElements(raw).filter((e) => (e.name === '_id' ? keepId : inclusion === fields.has(e.name))));
 }
 
 /** `{a: {b: 1}}` is the projection `{'a.b': 1}`. */

@@ -78,11 +78,3 @@ export function cursorReply(field: 'firstBatch' | 'nextBatch', docs: Buffer[], i
   out.writeInt32LE(skeleton.readInt32LE(12) + delta, 12);
   return out;
 }
-
-/** A reply with more top-level fields appended (e.g. `$clusterTime`), without decoding it. */
-export function appendFields(reply: Buffer, fields: Document): Buffer {
-  const more = asBuffer(BSON.serialize(fields));
-  const out = Buffer.concat([reply.subarray(0, reply.length - 1), more.subarray(4)]);
-  out.writeInt32LE(out.length, 0);
-  return out;
-}

@@ -143,15 +143,22 @@ function header(length: number, responseTo: number, opCode: number): Buffer {
   return out;
 }
 
-export function encodeOpMsg(responseTo: number, body: Buffer): Buffer[] {
-  const flagsAndKind = Buffer.alloc(5); // flags 0, section kind 0
-  return [header(HEADER_SIZE + 5 + body.length, responseTo, OP_MSG), flagsAndKind, body];
+/** A reply: one BSON document, possibly in several consecutive pieces. */
+export type ReplyBody = Buffer[];
+
+function sizeOf(body: ReplyBody): number {
+  return body.reduce((sum, piece) => sum + piece.length, 0);
 }
 
-export function encodeOpReply(responseTo: number, doc: Buffer): Buffer[] {
+export function encodeOpMsg(responseTo: number, body: ReplyBody): Buffer[] {
+  const flagsAndKind = Buffer.alloc(5); // flags 0, section kind 0
+  return [header(HEADER_SIZE + 5 + sizeOf(body), responseTo, OP_MSG), flagsAndKind, ...body];
+}
+
+export function encodeOpReply(responseTo: number, body: ReplyBody): Buffer[] {
   const fields = Buffer.alloc(20); // responseFlags, cursorID (int64), startingFrom
   fields.writeInt32LE(1, 16); // numberReturned
-  return [header(HEADER_SIZE + 20 + doc.length, responseTo, OP_REPLY), fields, doc];
+  return [header(HEADER_SIZE + 20 + sizeOf(body), responseTo, OP_REPLY), fields, ...body];
 }
 
 let crcTable: Uint32Array | undefined;

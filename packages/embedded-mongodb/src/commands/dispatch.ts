@@ -1,7 +1,7 @@
-import { Binary, BSON, Long, type Document } from 'bson';
+import { Binary, BSON, Long, type Document, type Timestamp } from 'bson';
 import type { Engine } from '../engine.js';
 import { CommandError, ErrorCode, refusal, toCommandError } from '../errors.js';
-import { appendFields, asBuffer } from '../raw-bson.js';
+import { asBuffer } from '../raw-bson.js';
 import { isNumber, isPlainObject, numberOf, TYPED } from '../values.js';
 import {
   encodeOpMsg,
@@ -12,6 +12,7 @@ import {
   ProtocolError,
   type OpMsgRequest,
   type OpQueryRequest,
+  type ReplyBody,
 } from '../wire.js';
 import { adminCommands } from './admin.js';
 import { ddlCommands } from './ddl.js';
@@ -39,7 +40,7 @@ export function handleMessage(engine: Engine, message: Buffer, connectionId: num
   if (request.opCode === OP_QUERY) return encodeOpReply(request.requestId, runLegacyQuery(engine, request, connectionId));
   const reply = runOpMsg(engine, request, connectionId);
   if (request.flags & MORE_TO_COME) return undefined;
-  return Buffer.isBuffer(reply) ? encodeOpMsg(request.requestId, reply) : reply.then((body) => encodeOpMsg(request.requestId, body));
+  return Array.isArray(reply) ? encodeOpMsg(request.requestId, reply) : reply.then((body) => encodeOpMsg(request.requestId, body));
 }
 
 function decode(raw: Buffer, options?: BSON.DeserializeOptions): Document {
@@ -57,7 +58,7 @@ function firstKey(raw: Buffer): string {
   return '';
 }
 
-function runOpMsg(engine: Engine, message: OpMsgRequest, connectionId: number): Buffer | Promise<Buffer> {
+function runOpMsg(engine: Engine, message: OpMsgRequest, connectionId: number): ReplyBody | Promise<ReplyBody> {
   let name: string;
   try {
     name = firstKey(message.body);
@@ -68,31 +69,33 @@ function runOpMsg(engine: Engine, message: OpMsgRequest, connectionId: number): 
   const body = decode(message.body, name === 'insert' ? { ...TYPED, fieldsAsRaw: { documents: true } } : TYPED);
   const db = body.$db;
   if (typeof db !== 'string') {
-    return errorReply(new CommandError(40571, 'OP_MSG requests require a $db argument'));
+    return [errorReply(new CommandError(40571, 'OP_MSG requests require a $db argument'))];
   }
   return run(engine, new CommandRequest(name, db, body, message.sequences, connectionId));
 }
 
 /** Drivers open connections with a legacy OP_QUERY `isMaster`; MongoDB 5.1+ refuses any other OP_QUERY. */
-function runLegacyQuery(engine: Engine, message: OpQueryRequest, connectionId: number): Buffer {
+function runLegacyQuery(engine: Engine, message: OpQueryRequest, connectionId: number): ReplyBody {
   let body = decode(message.query, TYPED);
   if (body.$query !== null && typeof body.$query === 'object') body = body.$query as Document;
   const name = Object.keys(body)[0] ?? '';
   const db = message.fullCollectionName.split('.')[0] ?? '';
   if (!message.fullCollectionName.endsWith('.$cmd') || !HANDSHAKE_COMMANDS.has(name)) {
-    return errorReply(
-      new CommandError(
-        ErrorCode.UnsupportedOpQueryCommand,
-        `Unsupported OP_QUERY command: ${name}. The client driver may require an upgrade. For more details see https://dochub.mongodb.org/core/legacy-opcode-removal`,
+    return [
+      errorReply(
+        new CommandError(
+          ErrorCode.UnsupportedOpQueryCommand,
+          `Unsupported OP_QUERY command: ${name}. The client driver may require an upgrade. For more details see https://dochub.mongodb.org/core/legacy-opcode-removal`,
+        ),
       ),
-    );
+    ];
   }
-  return run(engine, new CommandRequest(name, db, body, new Map(), connectionId)) as Buffer;
+  return run(engine, new CommandRequest(name, db, body, new Map(), connectionId)) as ReplyBody;
 }
 
-function run(engine: Engine, request: CommandRequest): Buffer | Promise<Buffer> {
-  const finish = (reply: CommandReply): Buffer => withClusterTime(engine, encode(reply));
-  const fail = (error: unknown): Buffer => withClusterTime(engine, errorReply(toCommandError(error)));
+function run(engine: Engine, request: CommandRequest): ReplyBody | Promise<ReplyBody> {
+  const finish = (reply: CommandReply): ReplyBody => withClusterTime(engine, encode(reply));
+  const fail = (error: unknown): ReplyBody => withClusterTime(engine, errorReply(toCommandError(error)));
   try {
     const reply = execute(engine, request);
     return isPromise(reply) ? reply.then(finish, fail) : finish(reply);
@@ -105,14 +108,29 @@ function isPromise(reply: CommandReply | Promise<CommandReply>): reply is Promis
   return typeof (reply as Promise<CommandReply>).then === 'function';
 }
 
-/** A replica set member's replies carry the cluster time and the time of the operation. */
-function withClusterTime(engine: Engine, reply: Buffer): Buffer {
-  if (engine.replicaSet === undefined) return reply;
+/** The encoded `$clusterTime` and `operationTime` elements, for the latest cluster time (which changes only on writes). */
+let clusterTimeFields: { time: Timestamp; elements: Buffer } | undefined;
+
+/**
+ * A replica set member's replies carry the cluster time and the time of the
+ * operation, appended as a second piece so that a large reply is not copied.
+ * `reply` is a fresh buffer of this command's, whose length it updates.
+ */
+function withClusterTime(engine: Engine, reply: Buffer): ReplyBody {
+  if (engine.replicaSet === undefined) return [reply];
   const time = engine.oplog.latest();
-  return appendFields(reply, {
-    $clusterTime: { clusterTime: time, signature: { hash: new Binary(Buffer.alloc(20), 0), keyId: Long.fromNumber(0) } },
-    operationTime: time,
-  });
+  if (clusterTimeFields?.time !== time) {
+    const fields = asBuffer(
+      BSON.serialize({
+        $clusterTime: { clusterTime: time, signature: { hash: new Binary(Buffer.alloc(20), 0), keyId: Long.fromNumber(0) } },
+        operationTime: time,
+      }),
+    );
+    clusterTimeFields = { time, elements: fields.subarray(4) };
+  }
+  const { elements } = clusterTimeFields;
+  reply.writeInt32LE(reply.length - 1 + elements.length, 0);
+  return [reply.subarray(0, reply.length - 1), elements];
 }
 
 function execute(engine: Engine, request: CommandRequest): CommandReply | Promise<CommandReply> {
