@@ -9,6 +9,14 @@ import { z } from 'zod';
  * once per order id, payment status and certification flags, plus faults for tests.
  */
 
+/** An order the stub charged. */
+export interface SsoStubCharge {
+  order: string;
+  user: string;
+  /** Money units. */
+  amount: number;
+}
+
 export interface SsoStubUser {
   /** Money units; kept internally as integer hundredths so that repeated charges never drift. */
   wallet: number;
@@ -25,6 +33,11 @@ export interface SsoStubFaults {
   loseNextPaymentAnswers?: number;
   /** Answer 200 with a body that is not JSON, changing nothing. */
   garbage?: boolean;
+  /**
+   * A stalled worker: each payment received is acted on this long after it arrived (a function is
+   * asked once per payment), and answered then. Until then its order's status is `unknown`.
+   */
+  stallMs?: number | (() => number);
 }
 
 export interface SsoStubCall {
@@ -44,6 +57,15 @@ export interface SsoStub {
   readonly calls: SsoStubCall[];
   /** Order ids charged, in the order they were charged. */
   paidOrders(): string[];
+  /** Every charge, in the order they happened. */
+  charges(): SsoStubCharge[];
+  /** Payments received during a stall and not acted on yet. */
+  stalled(): number;
+  /**
+   * Charges an order it had answered "too low" for, as a provider that changes its mind would
+   * (the wallet must hold the amount by now). From then on the order's status is `paid`.
+   */
+  changeMind(order: string): void;
   close(): Promise<void>;
 }
 
@@ -97,10 +119,12 @@ export async function startSsoStub(options: SsoStubOptions): Promise<SsoStub> {
   if (options.secret === '') throw new Error('the SSO stub needs a non-empty secret');
   const expectedAuthorization = options.secret === undefined ? undefined : Buffer.from(`Bearer ${options.secret}`);
   const accounts = new Map<string, Account>();
-  /** The first answer given to each order id: `true` paid, `false` wallet too low. */
-  const orders = new Map<string, boolean>();
+  /** The first answer given to each order id (`paid` false: wallet too low), with what it was for. */
+  const orders = new Map<string, { paid: boolean; user: string; amountCents: number }>();
+  const charges: SsoStubCharge[] = [];
   const calls: SsoStubCall[] = [];
   const pendingDelays = new Set<NodeJS.Timeout>();
+  let stalled = 0;
   let faults: SsoStubFaults = {};
 
   function account(user: string): Account {
@@ -120,29 +144,46 @@ export async function startSsoStub(options: SsoStubOptions): Promise<SsoStub> {
 
   for (const [user, data] of Object.entries(options.users ?? {})) setUser(user, data);
 
-  function pay(request: z.infer<typeof paymentRequest>): boolean {
-    const first = orders.get(request.order);
-    if (first !== undefined) return first;
-    const payer = account(request.user);
-    const amountCents = toCents(request.amount);
-    const paid = payer.walletCents >= amountCents;
-    if (paid) accounts.set(request.user, { ...payer, walletCents: payer.walletCents - amountCents });
-    orders.set(request.order, paid);
-    return paid;
+  function charge(order: string, user: string, amountCents: number): void {
+    accounts.set(user, { ...account(user), walletCents: account(user).walletCents - amountCents });
+    orders.set(order, { paid: true, user, amountCents });
+    charges.push({ order, user, amount: amountCents / 100 });
   }
 
-  const routes = new Map<string, (body: unknown) => Reply>([
+  function pay(request: z.infer<typeof paymentRequest>): boolean {
+    const first = orders.get(request.order);
+    if (first !== undefined) return first.paid;
+    const amountCents = toCents(request.amount);
+    if (account(request.user).walletCents >= amountCents) charge(request.order, request.user, amountCents);
+    else orders.set(request.order, { paid: false, user: request.user, amountCents });
+    return orders.get(request.order)!.paid;
+  }
+
+  function answerPayment(request: z.infer<typeof paymentRequest>): Reply {
+    const paid = pay(request);
+    if ((faults.loseNextPaymentAnswers ?? 0) > 0) {
+      faults = { ...faults, loseNextPaymentAnswers: (faults.loseNextPaymentAnswers ?? 0) - 1 };
+      return 'lose-answer';
+    }
+    return json(200, { status: true, type: paid });
+  }
+
+  async function stall(ms: number, act: () => Reply): Promise<Reply> {
+    stalled += 1;
+    await delay(ms);
+    stalled -= 1;
+    return act();
+  }
+
+  const routes = new Map<string, (body: unknown) => Reply | Promise<Reply>>([
     [
       '/app/payment',
       (body) => {
         const request = paymentRequest.safeParse(body);
         if (!request.success) return invalid(request.error);
-        const paid = pay(request.data);
-        if ((faults.loseNextPaymentAnswers ?? 0) > 0) {
-          faults = { ...faults, loseNextPaymentAnswers: (faults.loseNextPaymentAnswers ?? 0) - 1 };
-          return 'lose-answer';
-        }
-        return json(200, { status: true, type: paid });
+        const { stallMs } = faults;
+        if (stallMs === undefined) return answerPayment(request.data);
+        return stall(typeof stallMs === 'number' ? stallMs : stallMs(), () => answerPayment(request.data));
       },
     ],
     [
@@ -151,7 +192,7 @@ export async function startSsoStub(options: SsoStubOptions): Promise<SsoStub> {
         const request = paymentStatusRequest.safeParse(body);
         if (!request.success) return invalid(request.error);
         const first = orders.get(request.data.order);
-        return json(200, { status: true, state: first === undefined ? 'unknown' : first ? 'paid' : 'unpaid' });
+        return json(200, { status: true, state: first === undefined ? 'unknown' : first.paid ? 'paid' : 'unpaid' });
       },
     ],
     [
@@ -166,7 +207,7 @@ export async function startSsoStub(options: SsoStubOptions): Promise<SsoStub> {
   ]);
 
   /** Faults first, then authentication, path, method and body, then the route itself. */
-  function reply(request: IncomingMessage, path: string, body: Body): Reply {
+  function reply(request: IncomingMessage, path: string, body: Body): Reply | Promise<Reply> {
     if (faults.down) return json(503, { status: false, message: 'service unavailable' });
     if (faults.garbage) return { status: 200, text: '<html>502 Bad Gateway</html>' };
     if (!isAuthorized(request.headers.authorization)) {
@@ -184,7 +225,7 @@ export async function startSsoStub(options: SsoStubOptions): Promise<SsoStub> {
     const path = new URL(request.url ?? '/', 'http://stub').pathname;
     const body = await readBody(request);
     calls.push({ path, body: body.kind === 'json' ? body.value : body.kind === 'text' ? body.text : undefined });
-    const result = reply(request, path, body);
+    const result = await reply(request, path, body);
     if (faults.delayMs) await delay(faults.delayMs);
     if (response.destroyed) return;
     if (result === 'lose-answer') {
@@ -230,7 +271,15 @@ export async function startSsoStub(options: SsoStubOptions): Promise<SsoStub> {
       faults = { ...next };
     },
     calls,
-    paidOrders: () => [...orders].filter(([, paid]) => paid).map(([order]) => order),
+    paidOrders: () => charges.map((charged) => charged.order),
+    charges: () => [...charges],
+    stalled: () => stalled,
+    changeMind(order) {
+      const first = orders.get(order);
+      if (first === undefined || first.paid) throw new Error(`order ${order} was not refused`);
+      if (account(first.user).walletCents < first.amountCents) throw new Error(`the wallet of ${first.user} cannot pay order ${order}`);
+      charge(order, first.user, first.amountCents);
+    },
     async close() {
       for (const timer of pendingDelays) clearTimeout(timer);
       pendingDelays.clear();

@@ -8,6 +8,7 @@ import { createInterface } from 'node:readline';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readStubFile } from '../../src/sso-stub/stub-file.js';
 import { startSsoStub, type SsoStub } from '../../src/sso-stub/stub-server.js';
+import { eventually } from './official.js';
 
 const SECRET = 'stub-secret';
 
@@ -115,6 +116,36 @@ describe('the SSO stub server', () => {
     expect(await cert.json()).toEqual({ status: true, cert: true, teenager: true });
     expect(() => stub.setUser('alice', { wallet: -1 })).toThrow(/must not be negative/);
     expect(() => stub.setUser('alice', { wallet: 0.123 })).toThrow(/two decimal digits/);
+  });
+
+  it('acts on a payment received during a stall only once the stall is over, answering unknown to status queries meanwhile', async () => {
+    stub.setFaults({ stallMs: 300 });
+    const started = performance.now();
+    const payment = post('/app/payment', '{"user":"alice","order":"o","amount":0.25}');
+    await eventually(async () => (stub.stalled() === 1 ? true : undefined), 2_000, 'the payment to arrive');
+    stub.setFaults({});
+
+    expect(await (await post('/app/payment/status', '{"order":"o"}')).json()).toEqual({ status: true, state: 'unknown' });
+    expect(stub.wallet('alice')).toBe(1);
+    expect(await (await payment).json()).toEqual({ status: true, type: true });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    expect(stub.stalled()).toBe(0);
+    expect(await (await post('/app/payment/status', '{"order":"o"}')).json()).toEqual({ status: true, state: 'paid' });
+    expect(stub.charges()).toEqual([{ order: 'o', user: 'alice', amount: 0.25 }]);
+  });
+
+  it('charges an order it had refused when it changes its mind, and reports it paid from then on', async () => {
+    await post('/app/payment', '{"user":"alice","order":"big","amount":5}');
+    expect(await (await post('/app/payment/status', '{"order":"big"}')).json()).toEqual({ status: true, state: 'unpaid' });
+    expect(() => stub.changeMind('big')).toThrow(/cannot pay/);
+    stub.setUser('alice', { wallet: 7 });
+
+    stub.changeMind('big');
+
+    expect(stub.wallet('alice')).toBe(2);
+    expect(await (await post('/app/payment/status', '{"order":"big"}')).json()).toEqual({ status: true, state: 'paid' });
+    expect(stub.charges()).toEqual([{ order: 'big', user: 'alice', amount: 5 }]);
+    expect(() => stub.changeMind('big')).toThrow(/was not refused/);
   });
 
   it('answers every request with 503 while down and recovers when the fault is cleared', async () => {
