@@ -14,9 +14,9 @@ export interface Config {
   seedFile: string | undefined;
   deployment: 'community' | 'official';
   /** The external SSO provider; present exactly when `deployment` is `official`. */
-  sso: { url: string; secret: string; timeoutMs: number; attempts: number } | undefined;
-  /** How often unfinished purchases are settled with the provider (official deployment). */
-  settlementIntervalMs: number;
+  sso: SsoConfig | undefined;
+  /** How unfinished purchases are settled with the provider (official deployment). */
+  settlement: SettlementConfig;
   production: boolean;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Requests per second per caller; 0 turns limiting off. */
@@ -29,6 +29,23 @@ export interface Config {
   corsOrigins: string[];
   /** A prefix under which the legacy endpoints are served as well as at the root, e.g. `/api`. */
   restBasePath: string | undefined;
+}
+
+export interface SsoConfig {
+  url: string;
+  secret: string;
+  /** Per attempt. */
+  timeoutMs: number;
+  attempts: number;
+}
+
+export interface SettlementConfig {
+  /** The longest the settlement sweep sleeps between two passes. */
+  intervalMs: number;
+  /** Past this age an unfinished purchase is marked for review (it is still checked and settled). */
+  horizonMs: number;
+  /** The longest pause between two checks of one unfinished purchase. */
+  backoffMaxMs: number;
 }
 
 /** Express's `trust proxy`: off, on, a number of hops, or the addresses / subnets / names it trusts. */
@@ -80,6 +97,19 @@ const wholeNumber = (min: number, max: number) =>
     .transform(Number)
     .refine((value) => value >= min && value <= max, `must be a whole number from ${min} to ${max}`);
 
+const DURATION_UNITS_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** A positive duration with its unit, e.g. `7d`, `36h`, `90m`, `45s` or `500ms`; in milliseconds. */
+const duration = z
+  .string()
+  .trim()
+  .regex(/^[0-9]+(ms|s|m|h|d)$/, 'must be a duration such as 7d, 36h, 90m, 45s or 500ms')
+  .transform((text) => {
+    const [, amount, unit] = /^([0-9]+)(ms|s|m|h|d)$/.exec(text)!;
+    return Number(amount) * DURATION_UNITS_MS[unit as keyof typeof DURATION_UNITS_MS];
+  })
+  .refine((ms) => ms > 0 && Number.isSafeInteger(ms), 'must be a duration above zero');
+
 const environmentSchema = z
   .object({
     PORT: wholeNumber(0, 65535).default(4000),
@@ -102,6 +132,8 @@ const environmentSchema = z
     SSO_TIMEOUT_MS: wholeNumber(1, 600_000).default(3_000),
     SSO_ATTEMPTS: wholeNumber(1, 10).default(3),
     SETTLEMENT_INTERVAL_MS: wholeNumber(10, 86_400_000).default(30_000),
+    SETTLEMENT_HORIZON: duration.default(7 * DURATION_UNITS_MS.d),
+    SETTLEMENT_BACKOFF_MAX_MS: wholeNumber(100, 86_400_000).default(300_000),
     NODE_ENV: optionalText,
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     RATE_LIMIT: wholeNumber(0, 1_000_000).default(20),
@@ -144,13 +176,14 @@ export class ConfigError extends Error {
   }
 }
 
+function problemsOf(error: z.ZodError): string[] {
+  return error.issues.map((issue) => `${issue.path.join('.') || 'environment'} ${issue.message}`);
+}
+
 /** Parses the environment; throws a `ConfigError` listing every problem at once. */
 export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
   const parsed = environmentSchema.safeParse(environment);
-  const problems = [
-    ...(parsed.success ? [] : parsed.error.issues.map((issue) => `${issue.path.join('.') || 'environment'} ${issue.message}`)),
-    ...crossVariableProblems(environment),
-  ];
+  const problems = [...(parsed.success ? [] : problemsOf(parsed.error)), ...crossVariableProblems(environment)];
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
   const env = parsed.data;
   const production = env.NODE_ENV === 'production';
@@ -165,7 +198,11 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       env.DEPLOYMENT === 'official' && env.SSO_URL && env.SSO_SECRET
         ? { url: env.SSO_URL, secret: env.SSO_SECRET, timeoutMs: env.SSO_TIMEOUT_MS, attempts: env.SSO_ATTEMPTS }
         : undefined,
-    settlementIntervalMs: env.SETTLEMENT_INTERVAL_MS,
+    settlement: {
+      intervalMs: env.SETTLEMENT_INTERVAL_MS,
+      horizonMs: env.SETTLEMENT_HORIZON,
+      backoffMaxMs: env.SETTLEMENT_BACKOFF_MAX_MS,
+    },
     production,
     logLevel: env.LOG_LEVEL,
     rateLimit: env.RATE_LIMIT,
@@ -175,4 +212,25 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     corsOrigins: env.CORS_ORIGINS,
     restBasePath: env.REST_BASE_PATH,
   };
+}
+
+export type Environment = z.infer<typeof environmentSchema>;
+
+/**
+ * Parses only the variables a command needs, with the same rules and defaults as the service;
+ * problems in any other variable do not concern it. Throws a `ConfigError` listing every problem.
+ */
+export function loadVariables<const Name extends keyof Environment>(
+  names: readonly Name[],
+  environment: NodeJS.ProcessEnv = process.env,
+): Pick<Environment, Name> {
+  const values: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const name of names) {
+    const parsed = environmentSchema.shape[name].safeParse(environment[name]);
+    if (parsed.success) values[name] = parsed.data;
+    else problems.push(...parsed.error.issues.map((issue) => `${name} ${issue.message}`));
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return values as Pick<Environment, Name>;
 }

@@ -5,6 +5,7 @@ import { createAccounts, type Accounts } from './accounts/index.js';
 import { createApp } from './app.js';
 import { secretKey, signAccessToken } from './auth/access-token.js';
 import { Authenticator } from './auth/authenticator.js';
+import type { Clock } from './billing/clock.js';
 import { createBilling, type Billing } from './billing/index.js';
 import type { Config } from './config.js';
 import type { CreateContext } from './context.js';
@@ -33,6 +34,8 @@ const MAX_HEADER_BYTES = 16 * 1024;
 export interface ServiceOptions {
   /** The legacy REST endpoints; `legacyRoutes` unless given. */
   restRoutes?: RestRoute[];
+  /** The time purchases are settled by; the system's unless a test moves it by hand. */
+  clock?: Clock;
 }
 
 export interface RunningService {
@@ -65,7 +68,14 @@ export async function startService(config: Config, logger: Logger, options: Serv
   const { connection } = database;
   const accounts = createAccounts(connection);
   const conversations = createConversations(connection, logger);
-  const billing = createBilling({ connection, accounts: accounts.store, sso: config.sso, logger });
+  const billing = createBilling({
+    connection,
+    accounts: accounts.store,
+    sso: config.sso,
+    settlement: config.settlement,
+    logger,
+    clock: options.clock,
+  });
   const domains: Domains = { accounts, conversations, billing };
   await buildIndexes(connection);
 
@@ -90,7 +100,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
   // GraphQL: one schema and one Apollo Server, for /graphql and the REST layer alike.
   const schema = buildSchema([conversations.resolvers, billing.resolvers]);
   const httpServer = createServer({ maxHeaderSize: MAX_HEADER_BYTES });
-  const metrics = createMetrics(database, config.metricsToken);
+  const metrics = createMetrics(database, config.metricsToken, billing.official?.metrics);
   const graphqlLog = graphqlLogging(logger);
   const apollo = createApolloServer(schema, {
     production: config.production,
@@ -123,7 +133,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
   await new Promise<void>((resolve, reject) => httpServer.once('listening', resolve).once('error', reject));
   const { port } = httpServer.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  const settlementSweep = billing.official?.settlement.startSweep(config.settlementIntervalMs);
+  const settlementSweep = billing.official?.startSweep(config.settlement.intervalMs);
 
   return {
     url: `http://${host}:${port}`,

@@ -1,3 +1,4 @@
+import type { Gift } from '../billing/gift.js';
 import type { ApiKeyModel } from './api-key.model.js';
 import type { UserModel } from './user.model.js';
 
@@ -6,7 +7,7 @@ export interface BillingAccount {
   /** The name the SSO provider knows the user by. */
   username: string;
   pendingOrders: string[];
-  grantedGifts: string[];
+  grantedGifts: Gift[];
 }
 
 /** Users and their API keys: the only code that touches those collections. */
@@ -59,8 +60,19 @@ export class AccountStore {
     await this.users.updateOne({ id: userId }, { $pull: { pendingOrders: order } });
   }
 
+  /**
+   * Credits an order that had been declined and was found paid later, unless it was credited so
+   * before: the guard is the order's place in `lateCredits`, added in the same update.
+   */
+  async creditLateOrder(userId: number, order: string, units: number): Promise<void> {
+    await this.users.updateOne(
+      { id: userId, lateCredits: { $ne: order } },
+      { $inc: { balanceUnits: units }, $addToSet: { lateCredits: order } },
+    );
+  }
+
   /** Credits a gift package unless this user already has it; true when this call credited it. */
-  async creditGift(userId: number, gift: string, units: number): Promise<boolean> {
+  async creditGift(userId: number, gift: Gift, units: number): Promise<boolean> {
     const result = await this.users.updateOne(
       { id: userId, grantedGifts: { $ne: gift } },
       { $inc: { balanceUnits: units }, $addToSet: { grantedGifts: gift } },

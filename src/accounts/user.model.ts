@@ -1,4 +1,5 @@
 import { Schema, type Connection, type Model } from 'mongoose';
+import type { Gift } from '../billing/gift.js';
 
 export interface UserRecord {
   /** Numeric user id, the `sub` of access tokens. */
@@ -13,8 +14,10 @@ export interface UserRecord {
    * Crediting removes the order in the same single-document update, so it happens at most once.
    */
   pendingOrders?: string[];
-  /** Gift packages already credited to this user (`cert`, `teenager`); each is credited at most once. */
-  grantedGifts?: string[];
+  /** Gift packages already credited to this user; each is credited at most once. */
+  grantedGifts?: Gift[];
+  /** Orders credited after they had been declined (the provider said paid later): each is credited at most once. */
+  lateCredits?: string[];
 }
 
 export type UserModel = Model<UserRecord>;
@@ -27,6 +30,7 @@ const userSchema = new Schema<UserRecord>(
     lastConversationId: { type: Number, required: true, default: 0 },
     pendingOrders: { type: [String], default: undefined },
     grantedGifts: { type: [String], default: undefined },
+    lateCredits: { type: [String], default: undefined },
   },
   { collection: 'users', timestamps: true, versionKey: false },
 );

@@ -1,27 +1,25 @@
-import { randomUUID } from 'node:crypto';
 import type { AccountStore } from '../accounts/account.store.js';
 import { pointsToUnits, unitsToPoints } from '../accounts/points.js';
 import { notAvailable } from '../errors.js';
+import type { UserError } from '../graphql/generated/resolvers.js';
 import { userErrors, type Outcome } from '../shared/user-error.js';
-import type { Gift } from './gift-grant.model.js';
+import { GIFT_POINTS, GIFTS, type Gift, type GiftPackage } from './gift.js';
 import type { OfficialBilling } from './official-billing.js';
-import type { PurchaseTerms } from './purchase.store.js';
-import { PAY_START_SLACK_MS } from './settlement.js';
-import { SsoUnavailableError, type PaymentOutcome } from './sso-client.js';
+import type { BuyResult } from './purchases.js';
+import { SsoUnavailableError } from './sso-client.js';
 
 export const MIN_PURCHASE = 1;
 export const MAX_PURCHASE = 99_999;
-/** 1 unit of money buys 10 points. */
-const POINTS_PER_MONEY_UNIT = 10;
-/** Points each gift package grants, once per user, ever. */
-const GIFT_POINTS: Record<Gift, number> = { cert: 50, teenager: 150 };
 
 export type BuyOutcome = Outcome<{ quota: number }>;
 
-export interface GiftPackage {
-  cert: boolean;
-  teenager: boolean;
-}
+/** What the buyer is told when a buy did not end credited. */
+const BUY_FAILURES: Record<Exclude<BuyResult['outcome'], 'credited'>, UserError> = {
+  'insufficient-funds': userErrors.notEnoughMoney,
+  'not-confirmed': userErrors.paymentNotConfirmed,
+  'no-account': userErrors.noAccount,
+  'not-sent': userErrors.paymentsBusy,
+};
 
 /**
  * One caller's balance, purchases and gift package, built per request. Buying and the gift
@@ -35,67 +33,28 @@ export class BillingService {
     private readonly official?: OfficialBilling,
   ) {}
 
-  /** One database read, plus the settlement of the caller's unfinished purchases when there are any. */
+  /** One database read, plus the settlement of the caller's unfinished purchases that are due, when there are any. */
   async balance(): Promise<number> {
     const { units, pendingOrders } = await this.accounts.balance(this.userId);
     if (this.official === undefined || pendingOrders.length === 0) return unitsToPoints(units);
-    const settled = await this.official.settlement.settleSoon(pendingOrders);
-    return settled ? unitsToPoints((await this.accounts.balance(this.userId)).units) : unitsToPoints(units);
+    const credited = await this.official.purchases.settleOrdersOf(pendingOrders);
+    return credited ? unitsToPoints((await this.accounts.balance(this.userId)).units) : unitsToPoints(units);
   }
 
+  /** Success always means the points are on the balance; the life of the purchase is in `Purchases`. */
   async buy(quota: number): Promise<BuyOutcome> {
     if (!Number.isInteger(quota) || quota < MIN_PURCHASE || quota > MAX_PURCHASE) {
       return { ok: false, error: userErrors.invalidQuota };
     }
     const official = this.official;
     if (official === undefined) return { ok: false, error: userErrors.notOnThisDeployment };
-    const { settlement, purchases, sso } = official;
-
     const account = await this.accounts.billingAccount(this.userId);
     if (account === null) return { ok: false, error: userErrors.noAccount };
-    if (account.pendingOrders.length > 0) await settlement.settleSoon(account.pendingOrders);
+    if (account.pendingOrders.length > 0) await official.purchases.settleOrdersOf(account.pendingOrders);
 
-    // Why each purchase ends credited exactly once, or declined with nothing charged: see PurchaseSettlement.
-    // 1. Record the purchase and mark its order as awaiting credit, before the provider hears of it.
-    const recordedAt = Date.now();
-    const terms: PurchaseTerms = {
-      orderId: randomUUID(),
-      userId: this.userId,
-      username: account.username,
-      quota,
-      amount: quota / POINTS_PER_MONEY_UNIT,
-      payDeadline: new Date(recordedAt + settlement.payWindowMs),
-    };
-    const owner = settlement.newLeaseOwner();
-    await purchases.open(terms, owner);
-    if (!(await this.accounts.addPendingOrder(this.userId, terms.orderId))) {
-      await settlement.decline(terms, 'never-charged');
-      return { ok: false, error: userErrors.noAccount };
-    }
-    // The pay deadline assumes the call starts promptly; a late one is never sent (and is declined later).
-    if (Date.now() - recordedAt > PAY_START_SLACK_MS) {
-      await purchases.release(terms.orderId, owner);
-      return { ok: false, error: userErrors.paymentsBusy };
-    }
-
-    // 2. Charge the order. The client resends the same order id on retries; the provider charges it once.
-    let outcome: PaymentOutcome;
-    try {
-      outcome = await sso.pay({ user: terms.username, order: terms.orderId, amount: terms.amount });
-    } catch (error) {
-      if (!(error instanceof SsoUnavailableError)) throw error;
-      // It may have been charged all the same: the settlement asks the provider later and credits it then.
-      await purchases.release(terms.orderId, owner);
-      return { ok: false, error: userErrors.providerUnavailable };
-    }
-
-    // 3. Credit exactly once, or drop the order: "too low" is final for this order id.
-    if (outcome === 'insufficient-funds') {
-      await settlement.decline(terms, 'insufficient-funds');
-      return { ok: false, error: userErrors.notEnoughMoney };
-    }
-    const units = (await settlement.credit(terms)) ?? (await this.accounts.balance(this.userId)).units;
-    return { ok: true, quota: unitsToPoints(units) };
+    const result = await official.purchases.buy({ userId: this.userId, username: account.username, quota });
+    if (result.outcome === 'credited') return { ok: true, quota: unitsToPoints(result.balanceUnits) };
+    return { ok: false, error: BUY_FAILURES[result.outcome] };
   }
 
   /**
@@ -114,7 +73,7 @@ export class BillingService {
       if (error instanceof SsoUnavailableError) throw notAvailable(userErrors.providerUnavailable.message);
       throw error;
     }
-    for (const gift of ['cert', 'teenager'] as const) {
+    for (const gift of GIFTS) {
       if (flags[gift] && !account.grantedGifts.includes(gift)) await this.grantGift(official, gift);
     }
     return flags;

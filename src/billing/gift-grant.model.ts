@@ -1,6 +1,5 @@
 import { Schema, type Connection, type Model } from 'mongoose';
-
-export type Gift = 'cert' | 'teenager';
+import { GIFTS, type Gift } from './gift.js';
 
 /** The claim of one gift package by one user; the unique index makes the claim happen once, ever. */
 export interface GiftGrantRecord {
@@ -19,7 +18,7 @@ export type GiftGrantModel = Model<GiftGrantRecord>;
 const giftGrantSchema = new Schema<GiftGrantRecord>(
   {
     userId: { type: Number, required: true },
-    gift: { type: String, required: true, enum: ['cert', 'teenager'] },
+    gift: { type: String, required: true, enum: GIFTS },
     points: { type: Number, required: true },
     credited: { type: Boolean, required: true },
   },

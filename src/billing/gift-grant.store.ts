@@ -1,4 +1,5 @@
-import type { Gift, GiftGrantModel } from './gift-grant.model.js';
+import type { GiftGrantModel } from './gift-grant.model.js';
+import type { Gift } from './gift.js';
 
 /** MongoDB's duplicate key error. */
 const DUPLICATE_KEY = 11000;

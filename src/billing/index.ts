@@ -5,29 +5,33 @@ import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { billingResolvers } from './billing.resolvers.js';
 import { BillingService } from './billing.service.js';
+import type { Clock } from './clock.js';
 import { giftGrantModel } from './gift-grant.model.js';
 import { createOfficialBilling } from './official-billing.js';
 import { purchaseModel } from './purchase.model.js';
-import { createSsoClient } from './sso-client.js';
+import type { SettlementSettings } from './purchases.js';
 
 export interface BillingOptions {
   connection: Connection;
   accounts: AccountStore;
   /** The SSO provider, on the official deployment only: buying and the gift package exist only there. */
   sso: Config['sso'];
+  settlement: SettlementSettings;
   logger: Logger;
+  /** The system's unless a test moves time by hand. */
+  clock?: Clock;
 }
 
 /** Balances, purchases and gift packages: a service per caller and their resolvers. */
-export function createBilling({ connection, accounts, sso, logger }: BillingOptions) {
+export function createBilling({ connection, accounts, sso, settlement, logger, clock }: BillingOptions) {
   const models = { purchases: purchaseModel(connection), giftGrants: giftGrantModel(connection) };
-  const official = sso === undefined ? undefined : createOfficialBilling(models, accounts, createSsoClient(sso), logger);
+  const officialBilling = sso === undefined ? undefined : createOfficialBilling({ models, accounts, sso, settlement, logger, clock });
   return {
     models,
-    /** Present on the official deployment; its settlement sweeps unfinished purchases. */
-    official,
+    /** Present on the official deployment: purchases (whose sweep settles the unfinished ones), gifts and the SSO client. */
+    official: officialBilling,
     resolvers: billingResolvers,
-    forCaller: (caller: Caller) => new BillingService(accounts, caller.userId, official),
+    forCaller: (caller: Caller) => new BillingService(accounts, caller.userId, officialBilling),
   };
 }
 

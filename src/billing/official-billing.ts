@@ -1,31 +1,49 @@
+import type { Metric } from 'prom-client';
 import type { AccountStore } from '../accounts/account.store.js';
+import type { SsoConfig } from '../config.js';
 import type { Logger } from '../logger.js';
+import { systemClock, type Clock } from './clock.js';
 import type { GiftGrantModel } from './gift-grant.model.js';
 import { GiftGrantStore } from './gift-grant.store.js';
+import { purchaseMetrics } from './purchase-metrics.js';
 import type { PurchaseModel } from './purchase.model.js';
 import { PurchaseStore } from './purchase.store.js';
-import { PurchaseSettlement } from './settlement.js';
-import type { SsoClient } from './sso-client.js';
+import { Purchases, type SettlementSettings } from './purchases.js';
+import { startSettlementSweep, type SettlementSweep } from './settlement-sweep.js';
+import { createSsoClient, type SsoClient } from './sso-client.js';
 
 /** What buying and the gift package need on the official deployment, shared by every request. */
 export interface OfficialBilling {
   sso: SsoClient;
-  purchases: PurchaseStore;
+  purchases: Purchases;
   gifts: GiftGrantStore;
-  settlement: PurchaseSettlement;
+  /** The purchase metrics, for the gateway's registry. */
+  metrics: Metric[];
+  /** Starts settling unfinished purchases on a timer that sleeps at most `intervalMs`. */
+  startSweep(intervalMs: number): SettlementSweep;
 }
 
-export function createOfficialBilling(
-  models: { purchases: PurchaseModel; giftGrants: GiftGrantModel },
-  accounts: AccountStore,
-  sso: SsoClient,
-  logger: Logger,
-): OfficialBilling {
-  const purchases = new PurchaseStore(models.purchases);
+export interface OfficialBillingOptions {
+  models: { purchases: PurchaseModel; giftGrants: GiftGrantModel };
+  accounts: AccountStore;
+  sso: SsoConfig;
+  settlement: SettlementSettings;
+  logger: Logger;
+  /** The system's unless a test moves time by hand. */
+  clock?: Clock;
+}
+
+export function createOfficialBilling(options: OfficialBillingOptions): OfficialBilling {
+  const { logger, settlement, clock = systemClock } = options;
+  const sso = createSsoClient({ ...options.sso, logger });
+  const store = new PurchaseStore(options.models.purchases);
+  const metrics = purchaseMetrics(store, clock);
+  const purchases = new Purchases(options.accounts, store, sso, settlement, clock, metrics, logger);
   return {
     sso,
     purchases,
-    gifts: new GiftGrantStore(models.giftGrants),
-    settlement: new PurchaseSettlement(accounts, purchases, sso, logger),
+    gifts: new GiftGrantStore(options.models.giftGrants),
+    metrics: metrics.all,
+    startSweep: (intervalMs) => startSettlementSweep(purchases, clock, intervalMs, logger),
   };
 }

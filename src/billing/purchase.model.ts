@@ -1,10 +1,13 @@
 import { Schema, type Connection, type Model } from 'mongoose';
 
-/** `pending` until the order is known to be paid (`credited`) or known never to be (`declined`). */
-export type PurchaseState = 'pending' | 'credited' | 'declined';
+/** Where a purchase is in its life; `purchases.ts` explains each state and why points are credited once. */
+export type PurchaseState = 'opened' | 'pending' | 'crediting' | 'credited' | 'declined';
 
-/** Why a purchase was declined. */
-export type DeclineReason = 'insufficient-funds' | 'unpaid' | 'never-charged';
+/** The states a purchase is still being worked on in. */
+export const UNFINISHED_STATES = ['opened', 'pending', 'crediting'] as const satisfies readonly PurchaseState[];
+
+/** Why a purchase was closed without points. */
+export type DeclineReason = 'insufficient-funds' | 'unpaid' | 'never-sent';
 
 /** One attempt to buy points: written before the provider is asked to charge its `orderId`. */
 export interface PurchaseRecord {
@@ -19,15 +22,23 @@ export interface PurchaseRecord {
   amount: number;
   state: PurchaseState;
   declineReason?: DeclineReason;
-  /** How many times the order was worked on: the purchase itself, then each settlement. */
-  attempts: number;
-  /** After this instant no payment call of ours for this order can still reach the provider. */
-  payDeadline: Date;
-  /** Who works on the order until `leaseUntil`; nobody else may settle it before then. */
+  /** Credited after it had been declined: the provider later said it was paid. */
+  creditedLate?: boolean;
+  openedAt: Date;
+  closedAt?: Date;
+  /** Checks of the order's status that left its fate open (the provider said `unknown` or could not be reached). */
+  checks: number;
+  /** What the last attempt to learn the order's fate found, while it is open. */
+  lastCheck?: string;
+  /**
+   * While unfinished: when it is next worked on. Whoever works on it pushes this past the end of
+   * its own work (a lease), so that nobody else takes it up meanwhile.
+   */
+  nextCheckAt?: Date;
+  /** Who holds the lease. */
   leaseOwner?: string;
-  leaseUntil?: Date;
-  createdAt?: Date;
-  updatedAt?: Date;
+  /** Still open past the settlement horizon: an operator should look at it. It is still checked. */
+  reviewSince?: Date;
 }
 
 export type PurchaseModel = Model<PurchaseRecord>;
@@ -39,19 +50,24 @@ const purchaseSchema = new Schema<PurchaseRecord>(
     username: { type: String, required: true },
     quota: { type: Number, required: true },
     amount: { type: Number, required: true },
-    state: { type: String, required: true, enum: ['pending', 'credited', 'declined'] },
-    declineReason: { type: String, enum: ['insufficient-funds', 'unpaid', 'never-charged'] },
-    attempts: { type: Number, required: true },
-    payDeadline: { type: Date, required: true },
+    state: { type: String, required: true, enum: ['opened', 'pending', 'crediting', 'credited', 'declined'] },
+    declineReason: { type: String, enum: ['insufficient-funds', 'unpaid', 'never-sent'] },
+    creditedLate: { type: Boolean },
+    openedAt: { type: Date, required: true },
+    closedAt: { type: Date },
+    checks: { type: Number, required: true },
+    lastCheck: { type: String },
+    nextCheckAt: { type: Date },
     leaseOwner: { type: String },
-    leaseUntil: { type: Date },
+    reviewSince: { type: Date },
   },
-  { collection: 'purchases', timestamps: true, versionKey: false },
+  // Times come from the purchases module's clock, not from Mongoose's timestamps.
+  { collection: 'purchases', versionKey: false },
 );
 purchaseSchema.index({ orderId: 1 }, { unique: true });
-// The settlement sweep looks for pending purchases whose lease has run out.
-purchaseSchema.index({ state: 1, leaseUntil: 1 });
-purchaseSchema.index({ userId: 1, createdAt: -1 });
+// The sweep looks for unfinished purchases that are due; operators list them.
+purchaseSchema.index({ state: 1, nextCheckAt: 1 });
+purchaseSchema.index({ userId: 1, openedAt: -1 });
 
 export function purchaseModel(connection: Connection): PurchaseModel {
   return connection.model<PurchaseRecord>('Purchase', purchaseSchema);

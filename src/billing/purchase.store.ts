@@ -1,55 +1,153 @@
-import type { DeclineReason, PurchaseModel, PurchaseRecord } from './purchase.model.js';
+import { UNFINISHED_STATES, type DeclineReason, type PurchaseModel, type PurchaseRecord, type PurchaseState } from './purchase.model.js';
 
 /** What a purchase is worked on with: the order, who pays it and what it buys. */
-export type PurchaseTerms = Pick<PurchaseRecord, 'orderId' | 'userId' | 'username' | 'quota' | 'amount' | 'payDeadline'>;
+export type PurchaseTerms = Pick<PurchaseRecord, 'orderId' | 'userId' | 'username' | 'quota' | 'amount'>;
 
-/** No lease: anyone may claim the purchase. */
-const NO_LEASE = new Date(0);
+export type PurchaseClose = { state: 'credited'; late: boolean } | { state: 'declined'; reason: DeclineReason };
 
-/** The only code that touches the purchases collection. */
+/** Counts read at scrape time for the metrics. */
+export interface PurchaseSummary {
+  opened: number;
+  pending: number;
+  crediting: number;
+  needingReview: number;
+  /** When the oldest unfinished purchase was opened. */
+  oldestOpenedAt: Date | undefined;
+}
+
+const unfinished = { $in: UNFINISHED_STATES };
+
+/** The only code that touches the purchases collection. Every change of state is one conditional update. */
 export class PurchaseStore {
   constructor(private readonly purchases: PurchaseModel) {}
 
-  /** Records a new purchase as pending, leased to `owner` until its pay deadline. */
-  async open(terms: PurchaseTerms, owner: string): Promise<void> {
-    await this.purchases.create({ ...terms, state: 'pending', attempts: 1, leaseOwner: owner, leaseUntil: terms.payDeadline });
+  /** Records a new purchase as `opened`, leased to `owner`. */
+  async open(terms: PurchaseTerms, owner: string, now: Date, leaseUntil: Date): Promise<void> {
+    await this.purchases.create({ ...terms, state: 'opened', openedAt: now, checks: 0, nextCheckAt: leaseUntil, leaseOwner: owner });
   }
 
-  /**
-   * Takes the lease of a pending purchase whose lease has run out, in one atomic update: of
-   * several instances or requests claiming at once, exactly one gets the purchase.
-   */
-  async claim(orderId: string, owner: string, now: Date, until: Date): Promise<PurchaseTerms | null> {
+  /** `opened` → `pending`, only while `owner` still holds it; false when a sweep closed it first. */
+  async markPending(orderId: string, owner: string, leaseUntil: Date): Promise<boolean> {
+    const result = await this.purchases.updateOne(
+      { orderId, state: 'opened', leaseOwner: owner },
+      { $set: { state: 'pending', nextCheckAt: leaseUntil } },
+    );
+    return result.modifiedCount === 1;
+  }
+
+  /** `pending` → `crediting`, once the provider said the order is paid; false when it had left `pending`. */
+  async startCrediting(orderId: string, leaseUntil: Date): Promise<boolean> {
+    const result = await this.purchases.updateOne(
+      { orderId, state: 'pending' },
+      { $set: { state: 'crediting', nextCheckAt: leaseUntil }, $unset: { leaseOwner: 1 } },
+    );
+    return result.modifiedCount === 1;
+  }
+
+  /** Takes an unfinished purchase that is due, in one atomic update: of several claiming at once, one gets it. */
+  claimDue(orderId: string, owner: string, now: Date, leaseUntil: Date): Promise<PurchaseRecord | null> {
+    return this.claim({ orderId, state: unfinished, nextCheckAt: { $lte: now } }, owner, leaseUntil);
+  }
+
+  /** Takes a pending purchase whatever its schedule (an operator asked to check it now). */
+  claimPending(orderId: string, owner: string, leaseUntil: Date): Promise<PurchaseRecord | null> {
+    return this.claim({ orderId, state: 'pending' }, owner, leaseUntil);
+  }
+
+  private claim(filter: object, owner: string, leaseUntil: Date): Promise<PurchaseRecord | null> {
     return this.purchases
-      .findOneAndUpdate(
-        { orderId, state: 'pending', leaseUntil: { $lt: now } },
-        { $set: { leaseOwner: owner, leaseUntil: until }, $inc: { attempts: 1 } },
-        { returnDocument: 'after', projection: { _id: 0, orderId: 1, userId: 1, username: 1, quota: 1, amount: 1, payDeadline: 1 } },
-      )
-      .lean<PurchaseTerms>();
+      .findOneAndUpdate(filter, { $set: { leaseOwner: owner, nextCheckAt: leaseUntil } }, { returnDocument: 'after', projection: { _id: 0 } })
+      .lean<PurchaseRecord>();
   }
 
-  /** Gives the lease back so that the purchase can be settled at once by anyone. */
-  async release(orderId: string, owner: string): Promise<void> {
+  /** Gives a pending purchase back, due again at `nextCheckAt`; only while `owner` still holds it. */
+  async postpone(
+    orderId: string,
+    owner: string,
+    next: { nextCheckAt: Date; lastCheck: string; counted: boolean; reviewSince?: Date },
+  ): Promise<void> {
+    const fields = { nextCheckAt: next.nextCheckAt, lastCheck: next.lastCheck, ...(next.reviewSince ? { reviewSince: next.reviewSince } : {}) };
     await this.purchases.updateOne(
       { orderId, state: 'pending', leaseOwner: owner },
-      { $set: { leaseUntil: NO_LEASE }, $unset: { leaseOwner: 1 } },
+      { $set: fields, $inc: { checks: next.counted ? 1 : 0 }, $unset: { leaseOwner: 1 } },
     );
   }
 
-  /** Records the final state; the user's balance was settled before this is called. */
-  async finish(orderId: string, outcome: { state: 'credited' } | { state: 'declined'; reason: DeclineReason }): Promise<void> {
-    const fields = outcome.state === 'declined' ? { state: outcome.state, declineReason: outcome.reason } : { state: outcome.state };
-    await this.purchases.updateOne({ orderId, state: 'pending' }, { $set: fields, $unset: { leaseOwner: 1, leaseUntil: 1 } });
+  /** Moves a purchase from one of `from` to its final state; true for the one call that did it. */
+  async close(orderId: string, from: readonly PurchaseState[], outcome: PurchaseClose, now: Date): Promise<boolean> {
+    const fields =
+      outcome.state === 'declined'
+        ? { state: outcome.state, declineReason: outcome.reason, closedAt: now }
+        : { state: outcome.state, closedAt: now, ...(outcome.late ? { creditedLate: true } : {}) };
+    const result = await this.purchases.updateOne(
+      { orderId, state: { $in: from } },
+      { $set: fields, $unset: { nextCheckAt: 1, leaseOwner: 1, lastCheck: 1, ...(outcome.state === 'credited' ? { declineReason: 1 } : {}) } },
+    );
+    return result.modifiedCount === 1;
   }
 
-  /** Order ids of pending purchases nobody holds a lease on, oldest lease first. */
-  async unleased(now: Date, limit: number): Promise<string[]> {
+  find(orderId: string): Promise<PurchaseRecord | null> {
+    return this.purchases.findOne({ orderId }, { _id: 0 }).lean<PurchaseRecord>();
+  }
+
+  findMany(orderIds: readonly string[]): Promise<PurchaseRecord[]> {
+    return this.purchases.find({ orderId: { $in: orderIds } }, { _id: 0 }).lean<PurchaseRecord[]>();
+  }
+
+  /** Order ids of unfinished purchases due by `now`, most overdue first. */
+  async due(now: Date, limit: number): Promise<string[]> {
     const purchases = await this.purchases
-      .find({ state: 'pending', leaseUntil: { $lt: now } }, { _id: 0, orderId: 1 })
-      .sort({ leaseUntil: 1 })
+      .find({ state: unfinished, nextCheckAt: { $lte: now } }, { _id: 0, orderId: 1 })
+      .sort({ nextCheckAt: 1 })
       .limit(limit)
       .lean();
     return purchases.map((purchase) => purchase.orderId);
+  }
+
+  /** When the next unfinished purchase is due; undefined when there is none. */
+  async nextDue(): Promise<Date | undefined> {
+    const [first] = await this.purchases
+      .find({ state: unfinished }, { _id: 0, nextCheckAt: 1 })
+      .sort({ nextCheckAt: 1 })
+      .limit(1)
+      .lean();
+    return first?.nextCheckAt;
+  }
+
+  /** Unfinished purchases, oldest first: all of them, or those needing review; of one user when given. */
+  unfinished(filter: { needingReview: boolean; userId: number | undefined; limit: number }): Promise<PurchaseRecord[]> {
+    return this.purchases
+      .find(
+        {
+          state: unfinished,
+          ...(filter.needingReview ? { reviewSince: { $exists: true } } : {}),
+          ...(filter.userId === undefined ? {} : { userId: filter.userId }),
+        },
+        { _id: 0 },
+      )
+      .sort({ openedAt: 1 })
+      .limit(filter.limit)
+      .lean<PurchaseRecord[]>();
+  }
+
+  async summary(): Promise<PurchaseSummary> {
+    const groups = await this.purchases.aggregate<{ _id: (typeof UNFINISHED_STATES)[number]; count: number; review: number; oldest: Date }>([
+      { $match: { state: unfinished } },
+      {
+        $group: {
+          _id: '$state',
+          count: { $sum: 1 },
+          review: { $sum: { $cond: [{ $ifNull: ['$reviewSince', false] }, 1, 0] } },
+          oldest: { $min: '$openedAt' },
+        },
+      },
+    ]);
+    const summary: PurchaseSummary = { opened: 0, pending: 0, crediting: 0, needingReview: 0, oldestOpenedAt: undefined };
+    for (const group of groups) {
+      summary[group._id] = group.count;
+      summary.needingReview += group.review;
+      if (summary.oldestOpenedAt === undefined || group.oldest < summary.oldestOpenedAt) summary.oldestOpenedAt = group.oldest;
+    }
+    return summary;
   }
 }

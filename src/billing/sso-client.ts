@@ -1,22 +1,33 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
+import type { Logger } from '../logger.js';
+import type { GiftPackage } from './gift.js';
 
 /** The answer to a payment: the wallet was charged, or it held too little and nothing was charged. */
 export type PaymentOutcome = 'paid' | 'insufficient-funds';
 /** What the provider knows about an order id: charged, answered "too low", or never seen. */
 export type PaymentState = 'paid' | 'unpaid' | 'unknown';
 
-export interface Certification {
-  cert: boolean;
-  teenager: boolean;
-}
-
 /** The provider could not be reached or answered something unexpected. */
 export class SsoUnavailableError extends Error {
   override readonly name = 'SsoUnavailableError';
 
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  /** What went wrong, without the call, e.g. `answered HTTP 401` or `did not answer within 3000 ms (3 attempts)`. */
+  readonly reason: string;
+  /** The HTTP status of the last answer, when there was one. */
+  readonly status: number | undefined;
+  /** The per-attempt timeout, when the last attempt ran out of it. */
+  readonly timeoutMs: number | undefined;
+
+  constructor(
+    /** e.g. `POST /app/payment` */
+    readonly call: string,
+    failure: Failure,
+  ) {
+    super(`SSO provider unavailable: ${call} ${failure.reason}`, { cause: failure.cause });
+    this.reason = failure.reason;
+    this.status = failure.status;
+    this.timeoutMs = failure.timeoutMs;
   }
 }
 
@@ -28,7 +39,7 @@ export interface SsoClient {
    */
   pay(payment: { user: string; order: string; amount: number }): Promise<PaymentOutcome>;
   paymentState(order: string): Promise<PaymentState>;
-  certification(user: string): Promise<Certification>;
+  certification(user: string): Promise<GiftPackage>;
   /** The longest one call can take, every attempt and pause included: after that it has settled or failed. */
   readonly callWindowMs: number;
 }
@@ -41,6 +52,15 @@ export interface SsoClientOptions {
   timeoutMs?: number;
   /** Total attempts for transport failures, timeouts, 5xx and 429; default 3. */
   attempts?: number;
+  /** Where every failed call is reported, at `warn`. */
+  logger?: Logger;
+}
+
+interface Failure {
+  reason: string;
+  status?: number;
+  timeoutMs?: number;
+  cause?: unknown;
 }
 
 const DEFAULT_TIMEOUT_MS = 3000;
@@ -66,11 +86,31 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
     accept: 'application/json',
   };
 
-  /** One call, retried only when no well-formed answer came back; the body is resent unchanged. */
-  async function call<T>(path: string, body: object, schema: z.ZodType<T>): Promise<T> {
+  /**
+   * One call, retried only when no well-formed answer came back; the body is resent unchanged.
+   * A call that fails is logged with its status or timeout and the order it was about.
+   */
+  async function call<T>(path: string, body: { order?: string } & Record<string, unknown>, schema: z.ZodType<T>): Promise<T> {
+    try {
+      return await attempt(path, body, schema);
+    } catch (error) {
+      if (error instanceof SsoUnavailableError) {
+        const { call, status, reason } = error;
+        options.logger?.warn(
+          { call, orderId: body.order, status, timeoutMs: error.timeoutMs, reason },
+          status === 401 || status === 403
+            ? 'the SSO provider refused our credentials: check SSO_SECRET'
+            : 'an SSO provider call failed',
+        );
+      }
+      throw error;
+    }
+  }
+
+  async function attempt<T>(path: string, body: object, schema: z.ZodType<T>): Promise<T> {
     const url = new URL(path, base);
     const payload = JSON.stringify(body);
-    let lastFailure: { reason: string; cause?: unknown } = { reason: 'was not called' };
+    let lastFailure: Failure = { reason: 'was not called' };
     for (let attempt = 1; attempt <= attempts; attempt += 1) {
       if (attempt > 1) await sleep(backoffBefore(attempt));
       const signal = AbortSignal.timeout(timeoutMs);
@@ -83,17 +123,20 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
         text = await response.text();
       } catch (error) {
         const timedOut = error instanceof Error && error.name === 'TimeoutError';
-        lastFailure = { reason: timedOut ? `did not answer within ${timeoutMs} ms` : 'could not be reached', cause: error };
+        lastFailure = timedOut
+          ? { reason: `did not answer within ${timeoutMs} ms`, timeoutMs, cause: error }
+          : { reason: 'could not be reached', cause: error };
         continue;
       }
       if (status >= 500 || status === 429) {
-        lastFailure = { reason: `answered HTTP ${status}` };
+        lastFailure = { reason: `answered HTTP ${status}`, status };
         continue;
       }
-      if (status < 200 || status > 299) throw unavailable(path, `answered HTTP ${status}`);
+      if (status < 200 || status > 299) throw unavailable(path, { reason: `answered HTTP ${status}`, status });
       return parseAnswer(path, text, schema);
     }
-    throw unavailable(path, `${lastFailure.reason} (${attempts} attempt${attempts === 1 ? '' : 's'})`, lastFailure.cause);
+    const tries = `${attempts} attempt${attempts === 1 ? '' : 's'}`;
+    throw unavailable(path, { ...lastFailure, reason: `${lastFailure.reason} (${tries})` });
   }
 
   return {
@@ -123,14 +166,14 @@ function parseAnswer<T>(path: string, text: string, schema: z.ZodType<T>): T {
   try {
     json = JSON.parse(text);
   } catch (error) {
-    throw unavailable(path, 'answered something that is not JSON', error);
+    throw unavailable(path, { reason: 'answered something that is not JSON', cause: error });
   }
   const parsed = schema.safeParse(json);
-  if (!parsed.success) throw unavailable(path, 'answered an unexpected body', parsed.error);
+  if (!parsed.success) throw unavailable(path, { reason: 'answered an unexpected body', cause: parsed.error });
   return parsed.data;
 }
 
 // Messages name the path only: never the secret, nor a URL that might carry credentials.
-function unavailable(path: string, reason: string, cause?: unknown): SsoUnavailableError {
-  return new SsoUnavailableError(`SSO provider unavailable: POST /${path} ${reason}`, { cause });
+function unavailable(path: string, failure: Failure): SsoUnavailableError {
+  return new SsoUnavailableError(`POST /${path}`, failure);
 }

@@ -1,6 +1,6 @@
 import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
 import type { RequestHandler } from 'express';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { collectDefaultMetrics, Registry, type Metric } from 'prom-client';
 import type { Database } from '../db/database.js';
 import { databaseMetrics } from './database-metrics.js';
 import type { ExecutionObserver } from '../graphql/compiled-execution.js';
@@ -21,10 +21,18 @@ export interface GatewayMetrics {
   stop(): void;
 }
 
-/** One registry per gateway, not prom-client's global one, so several gateways can share a process. */
-export function createMetrics(database: Pick<Database, 'connection' | 'ping'>, token: string | undefined): GatewayMetrics {
+/**
+ * One registry per gateway, not prom-client's global one, so several gateways can share a process.
+ * `domainMetrics` are those a domain defines for itself (the purchases of the official deployment).
+ */
+export function createMetrics(
+  database: Pick<Database, 'connection' | 'ping'>,
+  token: string | undefined,
+  domainMetrics: readonly Metric[] = [],
+): GatewayMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  for (const metric of domainMetrics) registry.registerMetric(metric);
   return {
     recordRequests: httpMetrics(registry),
     graphqlPlugin: graphqlMetrics(registry),

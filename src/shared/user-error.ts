@@ -13,6 +13,7 @@ export const userErrors = {
   notEnoughMoney: { code: 'INSUFFICIENT_FUNDS', message: 'not enough money' },
   notOnThisDeployment: { code: 'UNAVAILABLE', message: 'not available on this deployment' },
   providerUnavailable: { code: 'UNAVAILABLE', message: 'payment provider unavailable, try again later' },
+  paymentNotConfirmed: { code: 'UNAVAILABLE', message: 'payment not confirmed yet: the points are added if the payment goes through' },
   noAccount: { code: 'UNAVAILABLE', message: 'no account for this user' },
   paymentsBusy: { code: 'UNAVAILABLE', message: 'payments are busy, nothing was charged, try again later' },
 } as const satisfies Record<string, UserError>;

@@ -2,6 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { PurchaseRecord } from '../../src/billing/purchase.model.js';
 import type { UserRecord } from '../../src/accounts/user.model.js';
 import { startSsoStub, type SsoStub, type SsoStubUser } from '../../src/sso-stub/stub-server.js';
+import type { Logger } from '../../src/logger.js';
+import type { ServiceOptions } from '../../src/service.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 
 /** Helpers shared by the official-deployment tests: a real stub provider and the real gateway, over HTTP. */
@@ -19,7 +21,10 @@ export function startStub(users: Record<string, Partial<SsoStubUser>>): Promise<
   return startSsoStub({ secret: SSO_SECRET, users });
 }
 
-/** The official deployment's settings for a gateway in front of `stub`; the sweep is off unless asked for. */
+/**
+ * The official deployment's settings for a gateway in front of `stub`. The sweep looks for work
+ * left by others rarely unless asked to; it still wakes for the purchases of its own instance.
+ */
 export function officialEnvironment(stub: SsoStub, environment: Record<string, string> = {}): Record<string, string> {
   return {
     DEPLOYMENT: 'official',
@@ -31,8 +36,12 @@ export function officialEnvironment(stub: SsoStub, environment: Record<string, s
   };
 }
 
-export function startOfficialGateway(stub: SsoStub, environment: Record<string, string> = {}): Promise<TestGateway> {
-  return startTestGateway(officialEnvironment(stub, environment));
+export function startOfficialGateway(
+  stub: SsoStub,
+  environment: Record<string, string> = {},
+  options: ServiceOptions & { logger?: Logger } = {},
+): Promise<TestGateway> {
+  return startTestGateway(officialEnvironment(stub, environment), options);
 }
 
 export interface RestAnswer {
@@ -69,9 +78,10 @@ export async function quotaOf(base: { url: string }, token: string): Promise<num
 export const SUCCESS = '{"status":true,"error":"success"}';
 export const NOT_ENOUGH_MONEY = '{"status":false,"error":"not enough money"}';
 export const PROVIDER_UNAVAILABLE = '{"status":false,"error":"payment provider unavailable, try again later"}';
+export const NOT_CONFIRMED = '{"status":false,"error":"payment not confirmed yet: the points are added if the payment goes through"}';
 
 export function purchasesOf(gateway: TestGateway, userId: number): Promise<PurchaseRecord[]> {
-  return gateway.models.purchases.find({ userId }).sort({ createdAt: 1 }).lean<PurchaseRecord[]>();
+  return gateway.models.purchases.find({ userId }).sort({ openedAt: 1 }).lean<PurchaseRecord[]>();
 }
 
 export async function userRecord(gateway: TestGateway, userId: number): Promise<UserRecord | null> {

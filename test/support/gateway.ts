@@ -1,7 +1,7 @@
 import type { CommandStartedEvent } from 'mongodb';
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger, type Logger } from '../../src/logger.js';
 import { loadSeed, type SeedData } from '../../src/seed/seed-file.js';
 import { startService, type Domains, type RunningService, type ServiceOptions } from '../../src/service.js';
 import { startTestDatabase, type TestDatabase } from './database.js';
@@ -19,8 +19,14 @@ export interface TestGateway extends RunningService {
   commandsDuring(work: () => Promise<unknown>): Promise<string[]>;
 }
 
-/** The real service, on a fresh test database, listening on 127.0.0.1 on a free port. */
-export async function startTestGateway(environment: Record<string, string> = {}, options: ServiceOptions = {}): Promise<TestGateway> {
+/**
+ * The real service, on a fresh test database, listening on 127.0.0.1 on a free port; logging
+ * nowhere unless given a logger, on the system's clock unless given one.
+ */
+export async function startTestGateway(
+  environment: Record<string, string> = {},
+  options: ServiceOptions & { logger?: Logger } = {},
+): Promise<TestGateway> {
   const testDatabase = await startTestDatabase();
   const config = loadConfig({
     PORT: '0',
@@ -31,7 +37,7 @@ export async function startTestGateway(environment: Record<string, string> = {},
     RATE_LIMIT: '0',
     ...environment,
   });
-  const service = await startService(config, createLogger(config), options);
+  const service = await startService(config, options.logger ?? createLogger(config), options);
   const key = secretKey(TEST_JWT_SECRET);
   const { accounts, conversations, billing } = service.domains;
   return {

@@ -107,9 +107,10 @@ export type Mutation = {
   __typename?: 'Mutation';
   /**
    * Buys points, paid from the caller's wallet at the SSO provider (1 unit of money = 10 points).
-   * Available on the official deployment only. Outcomes: `ok` with the new balance;
-   * `INSUFFICIENT_FUNDS` (nothing charged); `INVALID_INPUT` (nothing charged); `UNAVAILABLE` when the
-   * provider cannot be reached: the order is then settled later, and credited if it was charged.
+   * Available on the official deployment only. Outcomes: `ok` with the new balance, the points
+   * already credited; `INSUFFICIENT_FUNDS` (nothing charged); `INVALID_INPUT` (nothing charged);
+   * `UNAVAILABLE` when the provider's answer did not come ("payment not confirmed yet"): the
+   * purchase stays open, and its points are credited whenever the provider charges it, even hours later.
    */
   buy: BuyPayload;
   /** Deletes all of the caller's conversations. Their ids are never given to another conversation. */

@@ -1,0 +1,347 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { AccountStore } from '../accounts/account.store.js';
+import { pointsToUnits } from '../accounts/points.js';
+import type { Logger } from '../logger.js';
+import type { Clock } from './clock.js';
+import type { PurchaseMetrics } from './purchase-metrics.js';
+import type { DeclineReason, PurchaseRecord, PurchaseState } from './purchase.model.js';
+import type { PurchaseClose, PurchaseStore, PurchaseTerms } from './purchase.store.js';
+import { SsoUnavailableError, type PaymentState, type SsoClient } from './sso-client.js';
+
+/** 1 unit of money buys 10 points. */
+const POINTS_PER_MONEY_UNIT = 10;
+/** The pause after the first check that leaves an order's fate open; each further one doubles it. */
+const FIRST_RECHECK_MS = 500;
+/** Beyond a provider call's own window, before a lease runs out: database writes, a busy process, clocks that differ a little. */
+const LEASE_SLACK_MS = 5_000;
+/** How long a balance read or a buy waits for the settlement of the caller's unfinished purchases. */
+const SETTLE_WAIT_MS = 1_000;
+const SWEEP_BATCH = 100;
+const SWEEP_CONCURRENCY = 8;
+
+export interface SettlementSettings {
+  /** Past this age an unfinished purchase is marked for review; it is still checked and settled. */
+  horizonMs: number;
+  /** The longest pause between two checks of one unfinished purchase. */
+  backoffMaxMs: number;
+}
+
+/** How a buy ended, as far as the buyer is concerned. */
+export type BuyResult =
+  | { outcome: 'credited'; balanceUnits: number }
+  | { outcome: 'insufficient-funds' }
+  /** The provider's answer did not come: the purchase stays pending, and is credited if it was charged. */
+  | { outcome: 'not-confirmed' }
+  | { outcome: 'no-account' }
+  /** Held up before the order was sent, and closed meanwhile: nothing was or will be charged. */
+  | { outcome: 'not-sent' };
+
+/** What an operator's recheck found: the provider's answer and the purchase's state before and after. */
+export interface Recheck {
+  answer: PaymentState;
+  before: PurchaseState;
+  after: PurchaseState;
+}
+
+/**
+ * The whole life of a purchase: recorded, paid, settled, credited, closed.
+ *
+ *   opened ──order put on the user's pendingOrders──▶ pending ──provider: paid──▶ crediting ──▶ credited
+ *     │                                                 │  ↺ provider: unknown, or unreachable: asked again
+ *     │ its buy never sent the order                    │    0.5 s, 1 s, 2 s, … up to the backoff maximum,
+ *     │ (it crashed, or was held up past its lease)     │    for as long as it takes; past the horizon it is
+ *     ▼                                                 │    also marked for review
+ *   declined (never-sent)                               ▼
+ *                          declined (insufficient-funds: the pay answer; unpaid: the status answer)
+ *                                                       │ provider: paid after all (it changed its mind)
+ *                                                       ▼
+ *                                                credited (late)
+ *
+ * Why the points of a charged order are credited exactly once, and nothing is credited for an
+ * order that was not charged, with single-document updates only:
+ * - The provider charges an order id at most once. The order is sent only by the buy that moved
+ *   its purchase from `opened` to `pending`, after the order was put on the user's `pendingOrders`.
+ *   That move is conditional on the buy still holding the purchase, so a sweep closing an abandoned
+ *   `opened` purchase and a late buy cannot both win: an order that was never sent is never charged.
+ * - A pending purchase leaves `pending` once, by one conditional update: to `crediting` on the
+ *   provider's `paid`, to `declined` on its "too low" or `unpaid`. `unknown` and an unreachable
+ *   provider never close it, whatever the time: it is asked about again, by any instance, after any
+ *   restart, because its schedule is in the database.
+ * - From `crediting`, the points are added by one update of the user that also removes the order
+ *   from `pendingOrders`, matching only while it is there: repeated (after a crash, by another
+ *   instance), it changes nothing. Only that update removes the order while the purchase is
+ *   unfinished (a decline removes it after the purchase is `declined`, and no final state comes
+ *   back), so for a purchase in `crediting`, "not on the list" means "credited already".
+ * - A declined purchase never went through `crediting`, so its points were never added; when the
+ *   provider says it is paid after all, it is credited under a guard of its own (`lateCredits`
+ *   on the user), once.
+ * - The user is written after `crediting` and before `credited`, so a crash in between leaves a
+ *   purchase that the next pass completes, without asking the provider again.
+ * Leases (`nextCheckAt` pushed past the end of the work by one atomic claim) keep instances from
+ * working on the same purchase at once; they save calls, and the guarantees above do not rely on them.
+ */
+export class Purchases {
+  private readonly leaseMs: number;
+  private readonly instance = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  private leasesTaken = 0;
+  /** Work on purchases in this process, by order id: a second request for one joins the first. */
+  private readonly running = new Map<string, Promise<PurchaseState | undefined>>();
+  /** Told when a purchase becomes due earlier than it was, so that the sweep can wake for it. */
+  private dueListener: ((at: number) => void) | undefined;
+
+  constructor(
+    private readonly accounts: AccountStore,
+    private readonly store: PurchaseStore,
+    private readonly sso: SsoClient,
+    private readonly settings: SettlementSettings,
+    private readonly clock: Clock,
+    private readonly metrics: PurchaseMetrics,
+    private readonly logger: Logger,
+  ) {
+    this.leaseMs = sso.callWindowMs + LEASE_SLACK_MS;
+  }
+
+  /** Records a purchase, asks the provider to charge it, and credits it when paid. */
+  async buy(buyer: { userId: number; username: string; quota: number }): Promise<BuyResult> {
+    const terms: PurchaseTerms = { orderId: randomUUID(), ...buyer, amount: buyer.quota / POINTS_PER_MONEY_UNIT };
+    const owner = this.newLeaseOwner();
+    await this.store.open(terms, owner, this.at(0), this.at(this.leaseMs));
+    if (!(await this.accounts.addPendingOrder(terms.userId, terms.orderId))) {
+      await this.close(terms, ['opened'], { state: 'declined', reason: 'never-sent' });
+      return { outcome: 'no-account' };
+    }
+    if (!(await this.store.markPending(terms.orderId, owner, this.at(this.leaseMs)))) {
+      // A sweep closed it meanwhile, perhaps before the order was on the list: it is final, so removing it is safe.
+      await this.accounts.dropOrder(terms.userId, terms.orderId);
+      return { outcome: 'not-sent' };
+    }
+
+    let paid: boolean;
+    try {
+      paid = (await this.sso.pay({ user: terms.username, order: terms.orderId, amount: terms.amount })) === 'paid';
+    } catch (error) {
+      if (!(error instanceof SsoUnavailableError)) throw error;
+      // It may be charged all the same, now or much later: the first check is due at once.
+      await this.store.postpone(terms.orderId, owner, { nextCheckAt: this.at(0), lastCheck: error.message, counted: false });
+      this.dueListener?.(this.clock.now());
+      return { outcome: 'not-confirmed' };
+    }
+    if (!paid) {
+      await this.decline(terms, 'pending', 'insufficient-funds');
+      return { outcome: 'insufficient-funds' };
+    }
+    const balanceUnits = (await this.creditPaid(terms)) ?? (await this.accounts.balance(terms.userId)).units;
+    return { outcome: 'credited', balanceUnits };
+  }
+
+  /**
+   * Settles those of a user's orders that are due, waiting at most SETTLE_WAIT_MS (a slow provider
+   * must not hold up a balance read; the work goes on). True when any was credited in that time.
+   */
+  async settleOrdersOf(orderIds: readonly string[]): Promise<boolean> {
+    const now = this.clock.now();
+    const work = (await this.store.findMany(orderIds)).map(async (purchase) => {
+      if (purchase.state === 'credited' || purchase.state === 'declined') {
+        // Closed, but a crash kept it on the list: it is final, so removing it is safe.
+        await this.accounts.dropOrder(purchase.userId, purchase.orderId).catch(() => undefined);
+        return false;
+      }
+      // Work on it under way in this process is joined; elsewhere, it is left to its holder.
+      const due = purchase.nextCheckAt !== undefined && purchase.nextCheckAt.getTime() <= now;
+      return (due || this.running.has(purchase.orderId)) && (await this.settle(purchase.orderId)) === 'credited';
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const giveUp = new Promise<boolean>((resolve) => {
+      timer = setTimeout(resolve, SETTLE_WAIT_MS, false);
+    });
+    try {
+      return await Promise.race([Promise.all(work).then((credited) => credited.some(Boolean)), giveUp]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Works on one unfinished purchase if it is due and nobody else holds it: asks the provider once
+   * and moves it accordingly. Never throws; its state afterwards, or undefined when it was not taken.
+   */
+  settle(orderId: string): Promise<PurchaseState | undefined> {
+    return this.exclusively(orderId, async () => {
+      const owner = this.newLeaseOwner();
+      const purchase = await this.store.claimDue(orderId, owner, this.at(0), this.at(this.leaseMs));
+      return purchase === null ? undefined : this.work(purchase, owner);
+    });
+  }
+
+  /** One pass over the unfinished purchases that are due; the number brought to a final state. */
+  async sweepOnce(): Promise<number> {
+    const orderIds = await this.store.due(this.at(0), SWEEP_BATCH);
+    let closed = 0;
+    for (let start = 0; start < orderIds.length; start += SWEEP_CONCURRENCY) {
+      const states = await Promise.all(orderIds.slice(start, start + SWEEP_CONCURRENCY).map((orderId) => this.settle(orderId)));
+      closed += states.filter((state) => state === 'credited' || state === 'declined').length;
+    }
+    return closed;
+  }
+
+  /** When the next unfinished purchase is due (ms since the epoch); undefined when there is none. */
+  async nextDue(): Promise<number | undefined> {
+    return (await this.store.nextDue())?.getTime();
+  }
+
+  /** Calls `listener` whenever a purchase becomes due sooner than the sweep may look. */
+  onDue(listener: (at: number) => void): void {
+    this.dueListener = listener;
+  }
+
+  /** Waits for every piece of work on purchases running in this process. */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.allSettled([...this.running.values()]);
+  }
+
+  /**
+   * For operators: asks the provider about one order now, whatever its schedule or state, and
+   * settles it accordingly: a pending one as any check would, a declined one found paid is credited.
+   * Null when there is no such purchase; throws `SsoUnavailableError` when the provider did not answer.
+   */
+  async recheck(orderId: string): Promise<Recheck | null> {
+    const found = await this.store.find(orderId);
+    if (found === null) return null;
+    const owner = this.newLeaseOwner();
+    const purchase = found.state === 'pending' ? ((await this.store.claimPending(orderId, owner, this.at(this.leaseMs))) ?? found) : found;
+    let answer: PaymentState;
+    try {
+      answer = await this.sso.paymentState(orderId);
+    } catch (error) {
+      if (error instanceof SsoUnavailableError && purchase.state === 'pending') await this.postpone(purchase, owner, error.message);
+      throw error;
+    }
+    // Only `paid` can change a purchase that is not pending: money taken is always points given.
+    if (purchase.state === 'pending' || answer === 'paid') await this.apply(purchase, owner, answer);
+    return { answer, before: found.state, after: (await this.store.find(orderId))?.state ?? found.state };
+  }
+
+  private exclusively(orderId: string, task: () => Promise<PurchaseState | undefined>): Promise<PurchaseState | undefined> {
+    const running = this.running.get(orderId);
+    if (running) return running;
+    const work = task()
+      .catch((error: unknown) => {
+        this.logger.warn({ err: error, orderId }, 'settling a purchase failed; it will be tried again');
+        return undefined;
+      })
+      .finally(() => this.running.delete(orderId));
+    this.running.set(orderId, work);
+    return work;
+  }
+
+  /** One step for a purchase this process holds: close it if its buy never sent it, finish its credit, or ask the provider. */
+  private async work(purchase: PurchaseRecord, owner: string): Promise<PurchaseState> {
+    if (purchase.state === 'opened') {
+      // Its buy stopped before the order was sent: the provider never heard of it, and never will.
+      await this.decline(purchase, 'opened', 'never-sent');
+      return 'declined';
+    }
+    if (purchase.state === 'crediting') {
+      // Found paid, then cut off (a crash) before it was closed: only the crediting remains to be done.
+      await this.finishCrediting(purchase);
+      return 'credited';
+    }
+    let answer: PaymentState;
+    try {
+      answer = await this.sso.paymentState(purchase.orderId);
+    } catch (error) {
+      if (!(error instanceof SsoUnavailableError)) throw error;
+      await this.postpone(purchase, owner, error.message);
+      return 'pending';
+    }
+    return this.apply(purchase, owner, answer);
+  }
+
+  /** Moves a purchase by the provider's answer about its order (only a pending one, unless the answer is `paid`). */
+  private async apply(purchase: PurchaseRecord, owner: string, answer: PaymentState): Promise<PurchaseState> {
+    if (answer === 'unknown') {
+      await this.postpone(purchase, owner, 'the provider answered unknown');
+      return 'pending';
+    }
+    if (answer === 'paid') await this.creditPaid(purchase);
+    else await this.decline(purchase, 'pending', 'unpaid');
+    if (purchase.state === 'pending') {
+      this.logger.info({ orderId: purchase.orderId, userId: purchase.userId, answer, checks: purchase.checks }, 'unfinished purchase settled');
+    }
+    return answer === 'paid' ? 'credited' : 'declined';
+  }
+
+  /**
+   * Credits an order the provider says is paid, whatever became of its purchase meanwhile: the new
+   * balance, or null when this call did not add the points (they were added by another, or late).
+   */
+  private async creditPaid(terms: PurchaseTerms): Promise<number | null> {
+    if (await this.store.startCrediting(terms.orderId, this.at(LEASE_SLACK_MS))) return this.finishCrediting(terms);
+    const purchase = await this.store.find(terms.orderId);
+    if (purchase?.state === 'crediting') await this.finishCrediting(purchase);
+    else if (purchase?.state === 'declined') await this.creditLate(purchase);
+    return null;
+  }
+
+  /** Adds the points of a purchase in `crediting` (at most once) and closes it; null when they were added before. */
+  private async finishCrediting(terms: PurchaseTerms): Promise<number | null> {
+    const balance = await this.accounts.creditOrder(terms.userId, terms.orderId, pointsToUnits(terms.quota));
+    await this.close(terms, ['crediting'], { state: 'credited', late: false });
+    return balance;
+  }
+
+  /** Closes an unfinished purchase without points, then takes its order off the user's list. */
+  private async decline(terms: PurchaseTerms, from: 'opened' | 'pending', reason: DeclineReason): Promise<void> {
+    if (await this.close(terms, [from], { state: 'declined', reason })) await this.accounts.dropOrder(terms.userId, terms.orderId);
+  }
+
+  private async creditLate(purchase: PurchaseRecord): Promise<void> {
+    await this.accounts.creditLateOrder(purchase.userId, purchase.orderId, pointsToUnits(purchase.quota));
+    if (await this.close(purchase, ['declined'], { state: 'credited', late: true })) {
+      this.logger.warn(
+        { orderId: purchase.orderId, userId: purchase.userId, declineReason: purchase.declineReason },
+        'a declined purchase was found paid after all: credited',
+      );
+    }
+  }
+
+  /** True for the one call that closed it. */
+  private async close(terms: PurchaseTerms, from: readonly PurchaseState[], outcome: PurchaseClose): Promise<boolean> {
+    const closed = await this.store.close(terms.orderId, from, outcome, this.at(0));
+    if (closed) this.metrics.closed(outcome);
+    return closed;
+  }
+
+  /** Gives a pending purchase back with its next check due later, marking it for review past the horizon. */
+  private async postpone(purchase: PurchaseRecord, owner: string, lastCheck: string): Promise<void> {
+    const now = this.clock.now();
+    const checks = purchase.checks + 1;
+    const pause = Math.min(FIRST_RECHECK_MS * 2 ** (checks - 1), this.settings.backoffMaxMs);
+    const needsReview = purchase.reviewSince === undefined && now - purchase.openedAt.getTime() >= this.settings.horizonMs;
+    await this.store.postpone(purchase.orderId, owner, {
+      nextCheckAt: new Date(now + pause),
+      lastCheck,
+      counted: true,
+      ...(needsReview ? { reviewSince: new Date(now) } : {}),
+    });
+    if (needsReview) {
+      this.logger.error(
+        { orderId: purchase.orderId, userId: purchase.userId, amount: purchase.amount, openedAt: purchase.openedAt, checks, lastCheck },
+        'a purchase is still unsettled past the settlement horizon and needs review; it is still checked, and credited if found paid',
+      );
+    }
+    this.dueListener?.(now + pause);
+  }
+
+  /** A name for one piece of work on one purchase, unique across instances. */
+  private newLeaseOwner(): string {
+    this.leasesTaken += 1;
+    return `${this.instance}#${this.leasesTaken}`;
+  }
+
+  /** The clock's time `delayMs` from now. */
+  private at(delayMs: number): Date {
+    return new Date(this.clock.now() + delayMs);
+  }
+}

@@ -1,0 +1,48 @@
+import type { Clock } from '../../src/billing/clock.js';
+
+interface Timer {
+  at: number;
+  order: number;
+  callback: () => unknown;
+}
+
+/**
+ * A clock that moves only when told. `advance` runs every timer that falls due, in time order,
+ * and waits for the work each one starts (its promise) before the next, so a test that moves an
+ * hour ahead knows that everything that hour held has happened.
+ */
+export class ManualClock implements Clock {
+  private current: number;
+  private timers: Timer[] = [];
+  private scheduled = 0;
+
+  constructor(start = Date.now()) {
+    this.current = start;
+  }
+
+  now(): number {
+    return this.current;
+  }
+
+  schedule(callback: () => unknown, delayMs: number): () => void {
+    const timer = { at: this.current + Math.max(0, delayMs), order: this.scheduled++, callback };
+    this.timers.push(timer);
+    return () => {
+      this.timers = this.timers.filter((other) => other !== timer);
+    };
+  }
+
+  async advance(ms: number): Promise<void> {
+    if (!(ms >= 0)) throw new RangeError(`a clock moves forward only, not by ${ms} ms`);
+    const target = this.current + ms;
+    for (let fired = 0; ; fired += 1) {
+      const due = this.timers.filter((timer) => timer.at <= target).sort((a, b) => a.at - b.at || a.order - b.order)[0];
+      if (due === undefined) break;
+      if (fired === 100_000) throw new Error('timers keep falling due: something reschedules itself without pause');
+      this.timers = this.timers.filter((timer) => timer !== due);
+      this.current = Math.max(this.current, due.at);
+      await due.callback();
+    }
+    this.current = target;
+  }
+}
