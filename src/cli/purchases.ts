@@ -1,0 +1,170 @@
+import { parseArgs } from 'node:util';
+import { createAccounts } from '../accounts/index.js';
+import { createBilling } from '../billing/index.js';
+import { purchaseModel, type PurchaseRecord } from '../billing/purchase.model.js';
+import { PurchaseStore } from '../billing/purchase.store.js';
+import { ConfigError, loadVariables } from '../config.js';
+import { connectDatabase, type Database } from '../db/database.js';
+import { createLogger } from '../logger.js';
+
+const USAGE = `Usage: npm run purchases -- --pending [--user ID]
+       npm run purchases -- --review [--user ID]
+       npm run purchases -- --recheck ORDER
+
+Shows the purchases of the official deployment whose fate is still open, or settles one now.
+  --pending        purchases not settled yet (opened or pending), oldest first:
+                   order id, user, amount, points, state, age, checks so far, what the last check found
+  --review         only those still unsettled past SETTLEMENT_HORIZON (marked for review)
+  --user ID        only this user's purchases
+  --recheck ORDER  asks the SSO provider once what became of ORDER and settles the purchase
+                   accordingly (a declined purchase found paid is credited)
+  --help           this text
+Reads MONGODB_URI (the gateways' database); --recheck also reads SSO_URL, SSO_SECRET,
+SSO_TIMEOUT_MS, SSO_ATTEMPTS, SETTLEMENT_HORIZON and SETTLEMENT_BACKOFF_MAX_MS.
+Exit codes: 0 done, 1 the database, the provider or the order could not be found, 2 bad arguments or configuration.`;
+
+/** At most this many purchases are listed. */
+const LIST_LIMIT = 1_000;
+
+/** A problem the user can fix in the command line or the environment: exit code 2. */
+class UsageError extends Error {}
+
+type Command = { kind: 'list'; needingReview: boolean; userId: number | undefined } | { kind: 'recheck'; orderId: string };
+
+function parseCommand(): Command | 'help' {
+  const { values } = parseArgs({
+    options: {
+      pending: { type: 'boolean' },
+      review: { type: 'boolean' },
+      user: { type: 'string' },
+      recheck: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) return 'help';
+  const modes = [values.pending, values.review, values.recheck !== undefined].filter(Boolean).length;
+  if (modes !== 1) throw new UsageError('give exactly one of --pending, --review or --recheck ORDER');
+  if (values.recheck !== undefined) {
+    if (values.user !== undefined) throw new UsageError('--user goes with --pending or --review, not --recheck');
+    if (values.recheck.trim() === '') throw new UsageError('--recheck needs an order id');
+    return { kind: 'recheck', orderId: values.recheck };
+  }
+  if (values.user !== undefined && !/^[1-9][0-9]{0,15}$/.test(values.user)) {
+    throw new UsageError(`--user must be a user id (a positive integer), not ${JSON.stringify(values.user)}`);
+  }
+  return { kind: 'list', needingReview: values.review === true, userId: values.user === undefined ? undefined : Number(values.user) };
+}
+
+async function openDatabase(): Promise<Database> {
+  const { MONGODB_URI } = loadVariables(['MONGODB_URI']);
+  if (MONGODB_URI === undefined) throw new UsageError('MONGODB_URI is not set: give the database the gateways use');
+  try {
+    return await connectDatabase(MONGODB_URI);
+  } catch (error) {
+    throw new Error(`cannot reach the database: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+async function list(command: Extract<Command, { kind: 'list' }>): Promise<void> {
+  const database = await openDatabase();
+  try {
+    const store = new PurchaseStore(purchaseModel(database.connection));
+    const purchases = await store.unfinished({ ...command, limit: LIST_LIMIT });
+    const what = (count: number) => {
+      const noun = count === 1 ? 'purchase' : 'purchases';
+      return command.needingReview ? `${noun} needing review` : `unsettled ${noun}`;
+    };
+    if (purchases.length === 0) {
+      process.stdout.write(`no ${what(0)}\n`);
+      return;
+    }
+    process.stdout.write(`${table(purchases, Date.now())}\n`);
+    process.stdout.write(`${purchases.length} ${what(purchases.length)}${purchases.length === LIST_LIMIT ? ` (the oldest ${LIST_LIMIT} shown)` : ''}\n`);
+  } finally {
+    await database.close();
+  }
+}
+
+async function recheck(orderId: string): Promise<void> {
+  const variables = loadVariables([
+    'SSO_URL',
+    'SSO_SECRET',
+    'SSO_TIMEOUT_MS',
+    'SSO_ATTEMPTS',
+    'SETTLEMENT_HORIZON',
+    'SETTLEMENT_BACKOFF_MAX_MS',
+  ]);
+  const missing = (['SSO_URL', 'SSO_SECRET'] as const).filter((name) => variables[name] === undefined);
+  if (missing.length > 0) throw new UsageError(`${missing.join(' and ')} must be set for --recheck`);
+  const database = await openDatabase();
+  try {
+    const billing = createBilling({
+      connection: database.connection,
+      accounts: createAccounts(database.connection).store,
+      sso: { url: variables.SSO_URL!, secret: variables.SSO_SECRET!, timeoutMs: variables.SSO_TIMEOUT_MS, attempts: variables.SSO_ATTEMPTS },
+      settlement: { horizonMs: variables.SETTLEMENT_HORIZON, backoffMaxMs: variables.SETTLEMENT_BACKOFF_MAX_MS },
+      // Failures are told on stderr by this command, in one line.
+      logger: createLogger({ logLevel: 'silent' }),
+    });
+    const found = await billing.official!.purchases.recheck(orderId);
+    if (found === null) throw new Error(`no purchase has order id ${orderId}`);
+    const change = found.before === found.after ? `still ${found.after}` : `${found.before} → ${found.after}`;
+    process.stdout.write(`order ${orderId}: the provider says ${found.answer}; ${change}\n`);
+  } finally {
+    await database.close();
+  }
+}
+
+function table(purchases: PurchaseRecord[], now: number): string {
+  const rows = [
+    ['ORDER', 'USER', 'AMOUNT', 'POINTS', 'STATE', 'AGE', 'CHECKS', 'LAST CHECK'],
+    ...purchases.map((purchase) => [
+      purchase.orderId,
+      String(purchase.userId),
+      String(purchase.amount),
+      String(purchase.quota),
+      purchase.reviewSince === undefined ? purchase.state : `${purchase.state}, review`,
+      age(now - purchase.openedAt.getTime()),
+      String(purchase.checks),
+      purchase.lastCheck ?? '',
+    ]),
+  ];
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
+}
+
+/** e.g. `42s`, `3m05s`, `2h10m`, `3d04h`. */
+function age(ms: number): string {
+  const seconds = Math.max(0, Math.floor(ms / 1000));
+  const two = (value: number) => String(value).padStart(2, '0');
+  if (seconds < 60) return `${seconds}s`;
+  if (seconds < 3_600) return `${Math.floor(seconds / 60)}m${two(seconds % 60)}s`;
+  if (seconds < 86_400) return `${Math.floor(seconds / 3_600)}h${two(Math.floor(seconds / 60) % 60)}m`;
+  return `${Math.floor(seconds / 86_400)}d${two(Math.floor(seconds / 3_600) % 24)}h`;
+}
+
+async function main(): Promise<void> {
+  const command = parseCommand();
+  if (command === 'help') process.stdout.write(`${USAGE}\n`);
+  else if (command.kind === 'list') await list(command);
+  else await recheck(command.orderId);
+}
+
+function isUsageProblem(error: unknown): boolean {
+  return (
+    error instanceof UsageError ||
+    error instanceof ConfigError ||
+    (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))
+  );
+}
+
+try {
+  await main();
+} catch (error) {
+  const lines = error instanceof ConfigError ? error.problems : [error instanceof Error ? error.message : String(error)];
+  const hint = isUsageProblem(error) && !(error instanceof ConfigError) ? ' (see --help)' : '';
+  for (const line of lines) process.stderr.write(`purchases: ${line}${hint}\n`);
+  process.exitCode = isUsageProblem(error) ? 2 : 1;
+}
