@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSsoClient, SsoUnavailableError, type SsoClient } from '../../src/billing/sso-client.js';
 import { startSsoStub, type SsoStub } from '../../src/sso-stub/stub-server.js';
+import { captureLog } from '../support/captured-log.js';
 
 const SECRET = 'stub-secret-0123456789';
 
@@ -272,5 +273,45 @@ describe('answers of the wrong shape', () => {
       teenager: true,
     });
     expect(received).toBe(3);
+  });
+});
+
+describe('failed calls', () => {
+  it('are each logged once at warn, with the call, the status or timeout and the order id, never the secret', async () => {
+    const log = captureLog();
+    const sso = createSsoClient({ url: stub.url, secret: SECRET, timeoutMs: 150, attempts: 2, logger: log.logger });
+
+    stub.setFaults({ down: true });
+    await expect(sso.pay({ user: 'alice', order: 'order-down', amount: 1 })).rejects.toThrow(SsoUnavailableError);
+    stub.setFaults({ delayMs: 1_000 });
+    await expect(sso.paymentState('order-slow')).rejects.toThrow(SsoUnavailableError);
+    stub.setFaults({ garbage: true });
+    await expect(sso.certification('alice')).rejects.toThrow(SsoUnavailableError);
+    stub.setFaults({});
+    await sso.pay({ user: 'alice', order: 'order-fine', amount: 1 });
+
+    expect(log.lines().map(({ level, call, orderId, status, timeoutMs, reason, msg }) => ({ level, call, orderId, status, timeoutMs, reason, msg }))).toEqual([
+      { level: 40, call: 'POST /app/payment', orderId: 'order-down', status: 503, reason: 'answered HTTP 503 (2 attempts)', msg: 'an SSO provider call failed' },
+      { level: 40, call: 'POST /app/payment/status', orderId: 'order-slow', timeoutMs: 150, reason: 'did not answer within 150 ms (2 attempts)', msg: 'an SSO provider call failed' },
+      { level: 40, call: 'POST /app/cert', reason: 'answered something that is not JSON', msg: 'an SSO provider call failed' },
+    ]);
+    expect(log.text()).not.toContain(SECRET);
+  });
+
+  it('tell a refused secret apart from an outage, and a provider that cannot be reached', async () => {
+    const log = captureLog();
+    const wrong = createSsoClient({ url: stub.url, secret: 'not-the-secret', logger: log.logger });
+    await expect(wrong.paymentState('order-1')).rejects.toThrow(/HTTP 401/);
+    const address = stub.url;
+    await stub.close();
+    stub = await startSsoStub({ secret: SECRET });
+    const gone = createSsoClient({ url: address, secret: SECRET, attempts: 1, logger: log.logger });
+    await expect(gone.pay({ user: 'alice', order: 'order-2', amount: 1 })).rejects.toThrow(/could not be reached/);
+
+    expect(log.lines()).toEqual([
+      expect.objectContaining({ level: 40, call: 'POST /app/payment/status', orderId: 'order-1', status: 401, msg: 'the SSO provider refused our credentials: check SSO_SECRET' }),
+      expect.objectContaining({ level: 40, call: 'POST /app/payment', orderId: 'order-2', reason: 'could not be reached (1 attempt)', msg: 'an SSO provider call failed' }),
+    ]);
+    expect(log.text()).not.toContain('not-the-secret');
   });
 });
