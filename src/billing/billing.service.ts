@@ -73,8 +73,10 @@ export class BillingService {
       if (error instanceof SsoUnavailableError) throw notAvailable(userErrors.providerUnavailable.message);
       throw error;
     }
+    // A claim cut off by a crash is completed even if the flag has gone since: it was granted.
+    const unfinished = await official.gifts.uncredited(this.userId);
     for (const gift of GIFTS) {
-      if (flags[gift] && !account.grantedGifts.includes(gift)) await this.grantGift(official, gift);
+      if (unfinished.includes(gift) || (flags[gift] && !account.grantedGifts.includes(gift))) await this.grantGift(official, gift);
     }
     return flags;
   }

@@ -24,6 +24,12 @@ export class GiftGrantStore {
     return earlier?.credited === false;
   }
 
+  /** Gifts claimed by a user whose credit was never recorded as done (a crash cut it off). */
+  async uncredited(userId: number): Promise<Gift[]> {
+    const grants = await this.grants.find({ userId, credited: false }, { _id: 0, gift: 1 }).lean();
+    return grants.map((grant) => grant.gift);
+  }
+
   async markCredited(userId: number, gift: Gift): Promise<void> {
     await this.grants.updateOne({ userId, gift }, { $set: { credited: true } });
   }

@@ -16,6 +16,7 @@ beforeAll(async () => {
     dave: { cert: false, teenager: false },
     erin: { cert: true, teenager: true },
     frank: { cert: true, teenager: true },
+    gina: { cert: false, teenager: false },
   });
   gateway = await startOfficialGateway(stub);
   await gateway.seed({
@@ -26,9 +27,10 @@ beforeAll(async () => {
       { id: 4, username: 'dave', quota: 10 },
       { id: 5, username: 'erin', quota: 0 },
       { id: 6, username: 'frank', quota: 2 },
+      { id: 7, username: 'gina', quota: 1 },
     ],
   });
-  for (const id of [1, 2, 3, 4, 5, 6, 99]) tokens.set(id, await gateway.token(id));
+  for (const id of [1, 2, 3, 4, 5, 6, 7, 99]) tokens.set(id, await gateway.token(id));
 });
 
 afterEach(() => stub.setFaults({}));
@@ -141,6 +143,21 @@ describe('the gift package on the official deployment', () => {
 
     expect(await quotaOf(gateway, token(6))).toBe(202);
     expect(await grantsOf(6)).toEqual([
+      { gift: 'cert', points: 50, credited: true },
+      { gift: 'teenager', points: 150, credited: true },
+    ]);
+  });
+
+  it('completes a claim cut off by a crash even after the flag went away, and records a credit cut off before its record, once', async () => {
+    // Crashes: one right after the claim of `cert`, one between the credit of `teenager` and its record.
+    await gateway.models.giftGrants.create({ userId: 7, gift: 'cert', points: 50, credited: false });
+    await gateway.models.giftGrants.create({ userId: 7, gift: 'teenager', points: 150, credited: false });
+    await gateway.models.users.updateOne({ id: 7 }, { $inc: { balanceUnits: 1_500_000 }, $addToSet: { grantedGifts: 'teenager' } });
+
+    await Promise.all(Array.from({ length: 3 }, () => rest(gateway, token(7), '/package')));
+
+    expect(await quotaOf(gateway, token(7))).toBe(201);
+    expect(await grantsOf(7)).toEqual([
       { gift: 'cert', points: 50, credited: true },
       { gift: 'teenager', points: 150, credited: true },
     ]);
