@@ -60,17 +60,18 @@ export class PurchaseStore {
       .lean<PurchaseRecord>();
   }
 
-  /** Gives a pending purchase back, due again at `nextCheckAt`; only while `owner` still holds it. */
+  /** Gives a pending purchase back, due again at `nextCheckAt`; only while `owner` still holds it (then true). */
   async postpone(
     orderId: string,
     owner: string,
     next: { nextCheckAt: Date; lastCheck: string; counted: boolean; reviewSince?: Date },
-  ): Promise<void> {
+  ): Promise<boolean> {
     const fields = { nextCheckAt: next.nextCheckAt, lastCheck: next.lastCheck, ...(next.reviewSince ? { reviewSince: next.reviewSince } : {}) };
-    await this.purchases.updateOne(
+    const result = await this.purchases.updateOne(
       { orderId, state: 'pending', leaseOwner: owner },
       { $set: fields, $inc: { checks: next.counted ? 1 : 0 }, $unset: { leaseOwner: 1 } },
     );
+    return result.modifiedCount === 1;
   }
 
   /** Moves a purchase from one of `from` to its final state; true for the one call that did it. */

@@ -123,8 +123,9 @@ export class Purchases {
     } catch (error) {
       if (!(error instanceof SsoUnavailableError)) throw error;
       // It may be charged all the same, now or much later: the first check is due at once.
-      await this.store.postpone(terms.orderId, owner, { nextCheckAt: this.at(0), lastCheck: error.message, counted: false });
-      this.dueListener?.(this.clock.now());
+      if (await this.store.postpone(terms.orderId, owner, { nextCheckAt: this.at(0), lastCheck: error.message, counted: false })) {
+        this.dueListener?.(this.clock.now());
+      }
       return { outcome: 'not-confirmed' };
     }
     if (!paid) {
@@ -174,15 +175,12 @@ export class Purchases {
     });
   }
 
-  /** One pass over the unfinished purchases that are due; the number brought to a final state. */
-  async sweepOnce(): Promise<number> {
+  /** One pass over the unfinished purchases that are due. */
+  async sweepOnce(): Promise<void> {
     const orderIds = await this.store.due(this.at(0), SWEEP_BATCH);
-    let closed = 0;
     for (let start = 0; start < orderIds.length; start += SWEEP_CONCURRENCY) {
-      const states = await Promise.all(orderIds.slice(start, start + SWEEP_CONCURRENCY).map((orderId) => this.settle(orderId)));
-      closed += states.filter((state) => state === 'credited' || state === 'declined').length;
+      await Promise.all(orderIds.slice(start, start + SWEEP_CONCURRENCY).map((orderId) => this.settle(orderId)));
     }
-    return closed;
   }
 
   /** When the next unfinished purchase is due (ms since the epoch); undefined when there is none. */
@@ -319,12 +317,14 @@ export class Purchases {
     const checks = purchase.checks + 1;
     const pause = Math.min(FIRST_RECHECK_MS * 2 ** (checks - 1), this.settings.backoffMaxMs);
     const needsReview = purchase.reviewSince === undefined && now - purchase.openedAt.getTime() >= this.settings.horizonMs;
-    await this.store.postpone(purchase.orderId, owner, {
+    const postponed = await this.store.postpone(purchase.orderId, owner, {
       nextCheckAt: new Date(now + pause),
       lastCheck,
       counted: true,
       ...(needsReview ? { reviewSince: new Date(now) } : {}),
     });
+    // Someone else took it up meanwhile (this work outlasted its lease): what they find is what counts.
+    if (!postponed) return;
     if (needsReview) {
       this.logger.error(
         { orderId: purchase.orderId, userId: purchase.userId, amount: purchase.amount, openedAt: purchase.openedAt, checks, lastCheck },
