@@ -59,6 +59,8 @@ export interface SsoStub {
   paidOrders(): string[];
   /** Every charge, in the order they happened. */
   charges(): SsoStubCharge[];
+  /** What `/app/payment/status` answers for `order` now. */
+  paymentState(order: string): 'paid' | 'unpaid' | 'unknown';
   /** Payments received during a stall and not acted on yet. */
   stalled(): number;
   /**
@@ -159,6 +161,11 @@ export async function startSsoStub(options: SsoStubOptions): Promise<SsoStub> {
     return orders.get(request.order)!.paid;
   }
 
+  function paymentState(order: string): 'paid' | 'unpaid' | 'unknown' {
+    const first = orders.get(order);
+    return first === undefined ? 'unknown' : first.paid ? 'paid' : 'unpaid';
+  }
+
   function answerPayment(request: z.infer<typeof paymentRequest>): Reply {
     const paid = pay(request);
     if ((faults.loseNextPaymentAnswers ?? 0) > 0) {
@@ -191,8 +198,7 @@ export async function startSsoStub(options: SsoStubOptions): Promise<SsoStub> {
       (body) => {
         const request = paymentStatusRequest.safeParse(body);
         if (!request.success) return invalid(request.error);
-        const first = orders.get(request.data.order);
-        return json(200, { status: true, state: first === undefined ? 'unknown' : first.paid ? 'paid' : 'unpaid' });
+        return json(200, { status: true, state: paymentState(request.data.order) });
       },
     ],
     [
@@ -273,6 +279,7 @@ export async function startSsoStub(options: SsoStubOptions): Promise<SsoStub> {
     calls,
     paidOrders: () => charges.map((charged) => charged.order),
     charges: () => [...charges],
+    paymentState,
     stalled: () => stalled,
     changeMind(order) {
       const first = orders.get(order);

@@ -1,0 +1,480 @@
+import { execFile } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createAccounts } from '../../src/accounts/index.js';
+import type { UserModel } from '../../src/accounts/user.model.js';
+import { pointsToUnits } from '../../src/accounts/points.js';
+import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
+import { GIFT_POINTS, GIFTS, type Gift } from '../../src/billing/gift.js';
+import { giftGrantModel, type GiftGrantModel } from '../../src/billing/gift-grant.model.js';
+import { purchaseModel, type PurchaseModel, type PurchaseRecord } from '../../src/billing/purchase.model.js';
+import { createConversations } from '../../src/conversations/index.js';
+import { connectDatabase } from '../../src/db/database.js';
+import { withDatabaseName } from '../../src/db/uri.js';
+import { createLogger } from '../../src/logger.js';
+import { loadSeed } from '../../src/seed/seed-file.js';
+import { startSsoStub, type SsoStub, type SsoStubFaults } from '../../src/sso-stub/stub-server.js';
+import { startEmbeddedDbProcess, type EmbeddedDbProcess } from '../support/embedded-db-process.js';
+import { TEST_JWT_SECRET } from '../support/gateway.js';
+import { spawnNode, type NodeProcess } from '../support/node-process.js';
+import { seededRandom } from '../support/random.js';
+import { eventually, NOT_CONFIRMED, NOT_ENOUGH_MONEY, SSO_SECRET, SUCCESS } from './official.js';
+
+/**
+ * Two gateway processes on one embedded-db process, in front of a provider that goes down, loses
+ * answers, answers late and stalls (acts on payments 10–20 s after receiving them, answering
+ * `unknown` meanwhile), while gateways are SIGKILLed and restarted under hundreds of buys, valid
+ * and not, and gift claims. Once all heals, every user's balance must be exactly the seed, plus
+ * 10 points per unit of money the provider took, plus the gifts credited.
+ *
+ * Replay a run with CHAOS_SEED=<the seed it printed>; the schedule of requests, faults and kills
+ * follows from the seed (the interleavings of real processes do not).
+ */
+const SEED = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));
+const TRAFFIC_MS = 30_000;
+/** No stall starts later than this before the end of the traffic, so that healing stays short. */
+const LAST_STALL_BEFORE_END_MS = 12_000;
+const CLIENTS = 6;
+const USERS = 10;
+const UNKNOWN_ANSWER = 'the provider answered unknown';
+/** Never bought validly: its string form is one of the invalid bodies, and must never reach the provider. */
+const RESERVED_QUOTA = 77;
+const INVALID_BODIES = [
+  '{"quota":0}',
+  '{"quota":-5}',
+  '{"quota":100000}',
+  '{"quota":1.5}',
+  `{"quota":"${RESERVED_QUOTA}"}`,
+  '{"quota":null}',
+  '{}',
+  'not json',
+];
+
+/** Short enough for the test to heal quickly, as an operator might set them for a fast provider. */
+const GATEWAY_ENVIRONMENT = {
+  DEPLOYMENT: 'official',
+  SSO_SECRET,
+  JWT_SECRET: TEST_JWT_SECRET,
+  PORT: '0',
+  HOST: '127.0.0.1',
+  LOG_LEVEL: 'warn',
+  RATE_LIMIT: '0',
+  SSO_TIMEOUT_MS: '400',
+  SSO_ATTEMPTS: '2',
+  SETTLEMENT_INTERVAL_MS: '500',
+  SETTLEMENT_BACKOFF_MAX_MS: '1000',
+  SETTLEMENT_HORIZON: '8s',
+};
+
+interface Person {
+  id: number;
+  username: string;
+  seedPoints: number;
+  token: string;
+  /** Valid quotas asked for, each once. */
+  quotas: Set<number>;
+  /** Gifts whose flag was true at some point. */
+  everQualified: Set<Gift>;
+}
+
+type Answer = { kind: 'answered'; status: number; text: string } | { kind: 'cut-off' };
+
+interface Tally {
+  validBuys: { person: Person; quota: number; answer: Answer }[];
+  invalidBuys: { body: string; answer: Answer }[];
+  giftClaims: number;
+  balanceReads: number;
+  kills: number;
+  stallEpisodes: number;
+  stalledPayments: number;
+  pendingDuringStall: string;
+}
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => undefined);
+});
+
+/** A gateway process that the test kills and starts again; its output is kept across lives. */
+class GatewayProcess {
+  url: string | undefined;
+  private current: NodeProcess | undefined;
+  private readonly output: string[] = [];
+
+  constructor(private readonly environment: Record<string, string>) {}
+
+  async start(): Promise<void> {
+    const process = spawnNode('dist/main.js', [], this.environment);
+    this.current = process;
+    const [, url] = await process.waitFor(/listening on (http:\/\/[\d.:]+)/, 30_000);
+    this.url = url;
+  }
+
+  async kill(signal: NodeJS.Signals): Promise<void> {
+    const process = this.current;
+    if (process === undefined) return;
+    this.url = undefined;
+    this.current = undefined;
+    process.child.kill(signal);
+    await process.exited;
+    this.output.push(process.stdout());
+  }
+
+  /** Every line logged at `level` (pino's number) over all its lives. */
+  logLines(level: number): Record<string, unknown>[] {
+    return [...this.output, this.current?.stdout() ?? '']
+      .join('\n')
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.level === level);
+  }
+}
+
+async function request(url: string | undefined, token: string, path: '/buy' | '/package' | '/quota', body?: string): Promise<Answer> {
+  if (url === undefined) return { kind: 'cut-off' };
+  try {
+    const response = await fetch(`${url}${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { authorization: token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body,
+      signal: AbortSignal.timeout(15_000),
+    });
+    return { kind: 'answered', status: response.status, text: await response.text() };
+  } catch {
+    return { kind: 'cut-off' };
+  }
+}
+
+describe('purchases under chaos', () => {
+  it(`credit exactly what the provider charged, with the provider failing in every way and gateways killed (seed ${SEED})`, async () => {
+    const started = performance.now();
+    try {
+      // One stream of random numbers per actor, so that each one's decisions follow from the seed alone.
+      const world = await startWorld(seededRandom(SEED));
+      const trafficStarts = performance.now();
+      const tally = await runTraffic(world);
+      const trafficDone = performance.now();
+      await heal(world);
+      const healed = performance.now();
+      const figures = await verify(world, tally);
+      const seconds = (ms: number) => (ms / 1000).toFixed(1);
+      console.info(
+        [
+          ...figures,
+          `  set-up ${seconds(trafficStarts - started)} s, traffic ${seconds(trafficDone - trafficStarts)} s, ` +
+            `healed after ${seconds(healed - trafficDone)} s, total ${seconds(performance.now() - started)} s`,
+          '  npm run purchases -- --pending during the first stall:',
+          ...tally.pendingDuringStall.trimEnd().split('\n').map((line) => `    ${line}`),
+        ].join('\n'),
+      );
+    } catch (error) {
+      if (error instanceof Error) error.message = `[replay with CHAOS_SEED=${SEED}] ${error.message}`;
+      throw error;
+    }
+  }, 150_000);
+});
+
+/** A whole number from `low` to `high`, drawn from `stream`. */
+function between(stream: () => number, low: number, high: number): number {
+  return low + Math.floor(stream() * (high - low + 1));
+}
+
+interface World {
+  stub: SsoStub;
+  people: Person[];
+  /** Money in each wallet before the first request. */
+  walletsAtStart: Map<string, number>;
+  databaseUri: string;
+  /** On the test's own connection, to read what the gateways wrote. */
+  models: { users: UserModel; purchases: PurchaseModel; giftGrants: GiftGrantModel };
+  gateways: GatewayProcess[];
+  /** Sets a user's flags at the provider, remembering which gifts the user ever qualified for. */
+  setFlags(person: Person, flags: Partial<Record<Gift, boolean>>): void;
+  /** The URL of a gateway that is up, picked by `stream`. */
+  anyGateway(stream: () => number): string | undefined;
+}
+
+/** The provider with the people's wallets and flags, one database process, seeded, and two gateways on it. */
+async function startWorld(setup: () => number): Promise<World> {
+  const key = secretKey(TEST_JWT_SECRET);
+  const people: Person[] = [];
+  for (let id = 1; id <= USERS; id += 1) {
+    people.push({
+      id,
+      username: `user${id}`,
+      seedPoints: between(setup, 0, 1_000_000) / 10_000,
+      token: await signAccessToken(key, id),
+      quotas: new Set(),
+      everQualified: new Set(),
+    });
+  }
+  const stub = await startSsoStub({ secret: SSO_SECRET });
+  cleanups.push(() => stub.close());
+  const setFlags = (person: Person, flags: Partial<Record<Gift, boolean>>) => {
+    stub.setUser(person.username, flags);
+    for (const gift of GIFTS) if (flags[gift]) person.everQualified.add(gift);
+  };
+  for (const person of people) {
+    // A few nearly empty wallets, so that "not enough money" happens often too.
+    stub.setUser(person.username, { wallet: person.id % 4 === 0 ? between(setup, 0, 300) / 100 : between(setup, 50_000, 150_000) / 100 });
+    setFlags(person, { cert: setup() < 0.3, teenager: setup() < 0.2 });
+  }
+
+  const engine: EmbeddedDbProcess = await startEmbeddedDbProcess();
+  cleanups.push(() => engine.stop());
+  const databaseUri = withDatabaseName(engine.uri, 'chaos');
+  const database = await connectDatabase(databaseUri);
+  cleanups.push(() => database.close());
+  const { connection } = database;
+  const accounts = createAccounts(connection);
+  await loadSeed(
+    { accounts, conversations: createConversations(connection, createLogger({ logLevel: 'silent' })) },
+    { users: people.map(({ id, username, seedPoints }) => ({ id, username, quota: seedPoints })) },
+  );
+  const gateways = [0, 1].map(() => new GatewayProcess({ ...GATEWAY_ENVIRONMENT, MONGODB_URI: databaseUri, SSO_URL: stub.url }));
+  cleanups.push(() => Promise.all(gateways.map((gateway) => gateway.kill('SIGKILL'))));
+  await Promise.all(gateways.map((gateway) => gateway.start()));
+
+  return {
+    stub,
+    people,
+    walletsAtStart: new Map(people.map((person) => [person.username, stub.wallet(person.username)])),
+    databaseUri,
+    models: { users: accounts.models.users, purchases: purchaseModel(connection), giftGrants: giftGrantModel(connection) },
+    gateways,
+    setFlags,
+    anyGateway(stream) {
+      const up = gateways.filter((gateway) => gateway.url !== undefined);
+      return up[Math.floor(stream() * up.length)]?.url;
+    },
+  };
+}
+
+/** TRAFFIC_MS of clients, a provider changing moods, and gateways killed and started again, all at once. */
+async function runTraffic(world: World): Promise<Tally> {
+  const { stub, people, gateways } = world;
+  const tally: Tally = {
+    validBuys: [],
+    invalidBuys: [],
+    giftClaims: 0,
+    balanceReads: 0,
+    kills: 0,
+    stallEpisodes: 0,
+    stalledPayments: 0,
+    pendingDuringStall: '',
+  };
+  const trafficEnds = performance.now() + TRAFFIC_MS;
+  const running = () => performance.now() < trafficEnds;
+  /** Waits `ms`, or less when the traffic ends sooner. */
+  const pause = (ms: number) => sleep(Math.max(0, Math.min(ms, trafficEnds - performance.now())));
+
+  // Buys valid and not, gift claims and balance reads, against whichever gateway is up.
+  const client = async (stream: () => number) => {
+    while (running()) {
+      const person = people[Math.floor(stream() * people.length)]!;
+      const roll = stream();
+      const url = world.anyGateway(stream);
+      if (roll < 0.55) {
+        let quota: number;
+        do quota = 1 + Math.floor(stream() * 400);
+        while (quota === RESERVED_QUOTA || person.quotas.has(quota));
+        person.quotas.add(quota);
+        tally.validBuys.push({ person, quota, answer: await request(url, person.token, '/buy', JSON.stringify({ quota })) });
+      } else if (roll < 0.7) {
+        const body = INVALID_BODIES[Math.floor(stream() * INVALID_BODIES.length)]!;
+        tally.invalidBuys.push({ body, answer: await request(url, person.token, '/buy', body) });
+      } else if (roll < 0.85) {
+        tally.giftClaims += 1;
+        await request(url, person.token, '/package');
+      } else {
+        tally.balanceReads += 1;
+        await request(url, person.token, '/quota');
+      }
+      await sleep(20 + Math.floor(stream() * 60));
+    }
+  };
+
+  // The provider's moods, one episode after another; the first one is a stall.
+  const provider = async (stream: () => number, stallLengths: () => number) => {
+    for (let episode = 0; running(); episode += 1) {
+      const roll = episode === 0 ? 1 : stream();
+      let faults: SsoStubFaults = {};
+      if (roll < 0.35) faults = {};
+      else if (roll < 0.5) faults = { down: true };
+      else if (roll < 0.65) faults = { loseNextPaymentAnswers: between(stream, 1, 4) };
+      else if (roll < 0.8) faults = { delayMs: between(stream, 450, 900) };
+      else if (trafficEnds - performance.now() > LAST_STALL_BEFORE_END_MS) {
+        tally.stallEpisodes += 1;
+        faults = {
+          stallMs: () => {
+            tally.stalledPayments += 1;
+            return between(stallLengths, 10_000, 20_000);
+          },
+        };
+      }
+      stub.setFaults(faults);
+      if (stream() < 0.3) {
+        const person = people[Math.floor(stream() * people.length)]!;
+        world.setFlags(person, { [stream() < 0.6 ? 'cert' : 'teenager']: stream() < 0.7 });
+      }
+      if (episode === 0) {
+        await sleep(2_500);
+        tally.pendingDuringStall = await listPending(world.databaseUri);
+      }
+      await pause(between(stream, 1_500, 3_000));
+    }
+    stub.setFaults({});
+  };
+
+  // Gateways killed without warning, and started again.
+  const killer = async (stream: () => number) => {
+    await pause(between(stream, 2_000, 4_000));
+    while (running()) {
+      const victim = gateways[Math.floor(stream() * gateways.length)]!;
+      await victim.kill('SIGKILL');
+      tally.kills += 1;
+      await sleep(between(stream, 300, 1_500));
+      await victim.start();
+      await pause(between(stream, 2_500, 5_000));
+    }
+  };
+
+  await Promise.all([
+    ...Array.from({ length: CLIENTS }, (_, index) => client(seededRandom(SEED + index + 1))),
+    provider(seededRandom(SEED + 101), seededRandom(SEED + 102)),
+    killer(seededRandom(SEED + 103)),
+  ]);
+  return tally;
+}
+
+/**
+ * The provider works again and has acted on every payment it holds; every purchase it knows of is
+ * settled. Orders it never got (it was down, or the buy was killed before sending) stay open: their
+ * fate is unknown, and the gateway's clock never closes them; each was asked about since its buy ended.
+ */
+async function heal(world: World): Promise<void> {
+  const { stub, gateways, people } = world;
+  stub.setFaults({});
+  await Promise.all(gateways.filter((gateway) => gateway.url === undefined).map((gateway) => gateway.start()));
+  await eventually(async () => (stub.stalled() === 0 ? true : undefined), 25_000, 'the stalled payments to be acted on');
+  const unsettled = () =>
+    world.models.purchases.find({ state: { $in: ['opened', 'pending', 'crediting'] } }, { _id: 0 }).lean<PurchaseRecord[]>();
+  const open = (purchase: PurchaseRecord) =>
+    purchase.state === 'pending' && purchase.lastCheck === UNKNOWN_ANSWER && stub.paymentState(purchase.orderId) === 'unknown';
+  const settled = async () => ((await unsettled()).every(open) ? true : undefined);
+  await eventually(settled, 20_000, 'every purchase the provider knows to be settled').catch(async (error: Error) => {
+    const left = (await unsettled()).map((purchase) => ({ ...purchase, atProvider: stub.paymentState(purchase.orderId) }));
+    throw new Error(`${error.message}; still unsettled: ${JSON.stringify(left)}`);
+  });
+  // Each user's next requests: a gift claim completes a claim a kill cut off, and a balance read
+  // takes off the pending list an order a kill left there after its purchase was closed.
+  const stream = seededRandom(SEED + 104);
+  for (const person of people) {
+    await request(world.anyGateway(stream), person.token, '/package');
+    await request(world.anyGateway(stream), person.token, '/quota');
+  }
+}
+
+/** Checks what the provider and the gateways did; answers the figures of the run. */
+async function verify(world: World, tally: Tally): Promise<string[]> {
+  const { stub, people, models, gateways } = world;
+  const all = await models.purchases.find({}, { _id: 0 }).lean<PurchaseRecord[]>();
+
+  // What the provider did: each order charged once, and only orders of valid, recorded buys.
+  const charges = stub.charges();
+  expect(new Set(charges.map((charge) => charge.order)).size, 'an order charged twice').toBe(charges.length);
+  const byName = new Map(people.map((person) => [person.username, person]));
+  const recorded = new Set(all.map((purchase) => purchase.orderId));
+  for (const call of stub.calls.filter((call) => call.path === '/app/payment')) {
+    const payment = call.body as { user: string; order: string; amount: number };
+    expect(byName.get(payment.user)?.quotas.has(Math.round(payment.amount * 10)), `payment ${JSON.stringify(payment)}`).toBe(true);
+    expect(recorded.has(payment.order), `payment ${JSON.stringify(payment)}`).toBe(true);
+  }
+
+  // What the gateways did: credited exactly the charged orders; open only orders the provider does not know.
+  expect(all.length).toBeLessThanOrEqual(tally.validBuys.length);
+  expect(all.filter((purchase) => purchase.state === 'opened' || purchase.state === 'crediting')).toEqual([]);
+  const open = all.filter((purchase) => purchase.state === 'pending');
+  expect(open.filter((purchase) => stub.paymentState(purchase.orderId) !== 'unknown')).toEqual([]);
+  const credited = all.filter((purchase) => purchase.state === 'credited');
+  const charged = new Map(charges.map((charge) => [charge.order, charge]));
+  expect(credited.map((purchase) => purchase.orderId).toSorted(), 'credited orders are the charged ones').toEqual([...charged.keys()].toSorted());
+  for (const purchase of credited) {
+    const { user, amount } = charged.get(purchase.orderId)!;
+    expect({ user, amount }).toEqual({ user: purchase.username, amount: purchase.amount });
+  }
+  // What the buyers were told: success means credited, "not enough money" means declined, invalid means refused.
+  const purchaseOf = new Map(all.map((purchase) => [`${purchase.userId}/${purchase.quota}`, purchase]));
+  const told = (text: string) => tally.validBuys.filter(({ answer }) => answer.kind === 'answered' && answer.text === text);
+  for (const { person, quota } of told(SUCCESS)) {
+    expect(purchaseOf.get(`${person.id}/${quota}`)?.state, `success for ${person.username} ${quota}`).toBe('credited');
+  }
+  for (const { person, quota } of told(NOT_ENOUGH_MONEY)) {
+    expect(purchaseOf.get(`${person.id}/${quota}`), `not enough money for ${person.username} ${quota}`).toMatchObject({
+      state: 'declined',
+      declineReason: 'insufficient-funds',
+    });
+  }
+  for (const { body, answer } of tally.invalidBuys) {
+    if (answer.kind === 'answered') expect(JSON.parse(answer.text), body).toMatchObject({ status: false });
+  }
+
+  // Every user's balance: the seed, 10 points per unit of money taken, and the gifts credited.
+  const grants = await models.giftGrants.find({}, { _id: 0 }).lean();
+  let chargedCentsInAll = 0;
+  for (const person of people) {
+    const user = await models.users.findOne({ id: person.id }).lean();
+    const chargedCents = charges
+      .filter((charge) => charge.user === person.username)
+      .reduce((sum, charge) => sum + Math.round(charge.amount * 100), 0);
+    chargedCentsInAll += chargedCents;
+    const takenCents = Math.round((world.walletsAtStart.get(person.username)! - stub.wallet(person.username)) * 100);
+    expect(takenCents, `money taken from ${person.username}`).toBe(chargedCents);
+    const gifts = user?.grantedGifts ?? [];
+    const giftPoints = gifts.reduce((sum, gift) => sum + GIFT_POINTS[gift], 0);
+    // A cent of money buys a tenth of a point.
+    const expected = pointsToUnits(person.seedPoints) + pointsToUnits(chargedCents / 10) + pointsToUnits(giftPoints);
+    expect(user?.balanceUnits, `balance of ${person.username}`).toBe(expected);
+    const awaiting = open.filter((purchase) => purchase.userId === person.id).map((purchase) => purchase.orderId);
+    const listed = user?.pendingOrders ?? [];
+    const odd = all.filter((purchase) => awaiting.includes(purchase.orderId) !== listed.includes(purchase.orderId));
+    expect(listed.toSorted(), `orders awaiting credit for ${person.username}; odd ones: ${JSON.stringify(odd)}`).toEqual(awaiting.toSorted());
+    for (const gift of gifts) expect(person.everQualified.has(gift), `${gift} for ${person.username}`).toBe(true);
+    expect(
+      grants.filter((grant) => grant.userId === person.id).map((grant) => [grant.gift, grant.credited]).toSorted(),
+      `gift claims of ${person.username}`,
+    ).toEqual(gifts.map((gift) => [gift, true]).toSorted());
+  }
+
+  // Each purchase flagged for review was logged at error by the instance that flagged it (unless killed right then).
+  const review = all.filter((purchase) => purchase.reviewSince !== undefined);
+  const reviewLogs = gateways.flatMap((gateway) => gateway.logLines(50)).filter((line) => /needs review/.test(String(line.msg)));
+  const flagged = new Set(review.map((purchase) => purchase.orderId));
+  expect(reviewLogs.filter((line) => !flagged.has(String(line.orderId)))).toEqual([]);
+  if (review.length > 0) expect(reviewLogs.length).toBeGreaterThan(0);
+  expect(tally.pendingDuringStall).toMatch(/unsettled purchase/);
+
+  const points = chargedCentsInAll / 10;
+  return [
+    `chaos seed ${SEED}: ${tally.validBuys.length} valid buys (${told(SUCCESS).length} success, ` +
+      `${told(NOT_ENOUGH_MONEY).length} not enough money, ${told(NOT_CONFIRMED).length} not confirmed, ` +
+      `${tally.validBuys.filter(({ answer }) => answer.kind === 'cut-off').length} cut off), ` +
+      `${tally.invalidBuys.length} invalid buys, ${tally.giftClaims} gift claims, ${tally.balanceReads} balance reads`,
+    `  ${tally.kills} gateway kills, ${tally.stallEpisodes} stalls (${tally.stalledPayments} payment requests acted on 10–20 s late), ` +
+      `${review.length} purchases flagged for review (${reviewLogs.length} error lines)`,
+    `  ${charges.length} paid orders = ${credited.length} credited purchases, ` +
+      `${points} points credited = 10 × ${points / 10} money charged, exactly; ` +
+      `${grants.length} gifts; ${open.length} purchases left pending, their orders unknown to the provider`,
+  ];
+}
+
+/** What an operator sees: `npm run purchases -- --pending`, as built. */
+async function listPending(databaseUri: string): Promise<string> {
+  const { stdout } = await promisify(execFile)(process.execPath, ['dist/cli/purchases.js', '--pending'], {
+    env: { PATH: process.env.PATH!, MONGODB_URI: databaseUri },
+    timeout: 20_000,
+  });
+  return stdout;
+}
