@@ -81,7 +81,8 @@ async function list(command: Extract<Command, { kind: 'list' }>): Promise<void> 
       return;
     }
     process.stdout.write(`${table(purchases, Date.now())}\n`);
-    process.stdout.write(`${purchases.length} ${what(purchases.length)}${purchases.length === LIST_LIMIT ? ` (the oldest ${LIST_LIMIT} shown)` : ''}\n`);
+    const cut = purchases.length === LIST_LIMIT ? ` (the oldest ${LIST_LIMIT} shown)` : '';
+    process.stdout.write(`${purchases.length} ${what(purchases.length)}${cut}\n`);
   } finally {
     await database.close();
   }
