@@ -1,6 +1,4 @@
-import { execFile } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createAccounts } from '../../src/accounts/index.js';
 import type { UserModel } from '../../src/accounts/user.model.js';
@@ -15,11 +13,12 @@ import { withDatabaseName } from '../../src/db/uri.js';
 import { createLogger } from '../../src/logger.js';
 import { loadSeed } from '../../src/seed/seed-file.js';
 import { startSsoStub, type SsoStub, type SsoStubFaults } from '../../src/sso-stub/stub-server.js';
+import { runCommand } from '../support/command.js';
 import { startEmbeddedDbProcess, type EmbeddedDbProcess } from '../support/embedded-db-process.js';
 import { TEST_JWT_SECRET } from '../support/gateway.js';
 import { spawnNode, type NodeProcess } from '../support/node-process.js';
 import { seededRandom } from '../support/random.js';
-import { eventually, NOT_CONFIRMED, NOT_ENOUGH_MONEY, SSO_SECRET, SUCCESS } from './official.js';
+import { eventually, NOT_CONFIRMED, NOT_ENOUGH_MONEY, officialProcessEnvironment, SSO_SECRET, SUCCESS } from './official.js';
 
 /**
  * Two gateway processes on one embedded-db process, in front of a provider that goes down, loses
@@ -52,14 +51,7 @@ const INVALID_BODIES = [
 ];
 
 /** Short enough for the test to heal quickly, as an operator might set them for a fast provider. */
-const GATEWAY_ENVIRONMENT = {
-  DEPLOYMENT: 'official',
-  SSO_SECRET,
-  JWT_SECRET: TEST_JWT_SECRET,
-  PORT: '0',
-  HOST: '127.0.0.1',
-  LOG_LEVEL: 'warn',
-  RATE_LIMIT: '0',
+const SETTLEMENT_ENVIRONMENT = {
   SSO_TIMEOUT_MS: '400',
   SSO_ATTEMPTS: '2',
   SETTLEMENT_INTERVAL_MS: '500',
@@ -233,7 +225,7 @@ async function startWorld(setup: () => number): Promise<World> {
     { accounts, conversations: createConversations(connection, createLogger({ logLevel: 'silent' })) },
     { users: people.map(({ id, username, seedPoints }) => ({ id, username, quota: seedPoints })) },
   );
-  const gateways = [0, 1].map(() => new GatewayProcess({ ...GATEWAY_ENVIRONMENT, MONGODB_URI: databaseUri, SSO_URL: stub.url }));
+  const gateways = [0, 1].map(() => new GatewayProcess(officialProcessEnvironment(stub, databaseUri, SETTLEMENT_ENVIRONMENT)));
   cleanups.push(() => Promise.all(gateways.map((gateway) => gateway.kill('SIGKILL'))));
   await Promise.all(gateways.map((gateway) => gateway.start()));
 
@@ -472,9 +464,7 @@ async function verify(world: World, tally: Tally): Promise<string[]> {
 
 /** What an operator sees: `npm run purchases -- --pending`, as built. */
 async function listPending(databaseUri: string): Promise<string> {
-  const { stdout } = await promisify(execFile)(process.execPath, ['dist/cli/purchases.js', '--pending'], {
-    env: { PATH: process.env.PATH!, MONGODB_URI: databaseUri },
-    timeout: 20_000,
-  });
+  const { code, stdout, stderr } = await runCommand('purchases', ['--pending'], { MONGODB_URI: databaseUri });
+  if (code !== 0) throw new Error(`npm run purchases -- --pending failed (${code}): ${stderr}`);
   return stdout;
 }

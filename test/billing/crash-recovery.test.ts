@@ -9,7 +9,7 @@ import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { withDatabaseName } from '../../src/db/uri.js';
 import type { SsoStub } from '../../src/sso-stub/stub-server.js';
 import { TEST_JWT_SECRET } from '../support/gateway.js';
-import { buy, eventually, quotaOf, SSO_SECRET, startStub } from './official.js';
+import { buy, eventually, officialProcessEnvironment, quotaOf, startStub } from './official.js';
 
 /** A process of the built service (the vitest global setup builds dist/), and the URL it printed. */
 interface Running {
@@ -74,21 +74,7 @@ function startGateway(extra: Record<string, string> = {}): Promise<Running> {
   return run(
     'dist/main.js',
     [],
-    {
-      MONGODB_URI: databaseUri,
-      DEPLOYMENT: 'official',
-      SSO_URL: stub.url,
-      SSO_SECRET,
-      JWT_SECRET: TEST_JWT_SECRET,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT: '0',
-      SSO_TIMEOUT_MS: '1500',
-      SSO_ATTEMPTS: '1',
-      SETTLEMENT_INTERVAL_MS: '200',
-      ...extra,
-    },
+    officialProcessEnvironment(stub, databaseUri, { SSO_TIMEOUT_MS: '1500', SSO_ATTEMPTS: '1', SETTLEMENT_INTERVAL_MS: '200', ...extra }),
     /listening on (http:\/\/[\d.:]+)/,
   );
 }

@@ -4,7 +4,7 @@ import type { UserRecord } from '../../src/accounts/user.model.js';
 import { startSsoStub, type SsoStub, type SsoStubUser } from '../../src/sso-stub/stub-server.js';
 import type { Logger } from '../../src/logger.js';
 import type { ServiceOptions } from '../../src/service.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { startTestGateway, TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
 
 /** Helpers shared by the official-deployment tests: a real stub provider and the real gateway, over HTTP. */
 
@@ -33,6 +33,19 @@ export function officialEnvironment(stub: SsoStub, environment: Record<string, s
     SETTLEMENT_INTERVAL_MS: '600000',
     ...PATIENT_SSO,
     ...environment,
+  };
+}
+
+/** The same for a gateway process (`dist/main.js`) on `databaseUri`, logging warnings and errors on stdout. */
+export function officialProcessEnvironment(stub: SsoStub, databaseUri: string, environment: Record<string, string> = {}): Record<string, string> {
+  return {
+    MONGODB_URI: databaseUri,
+    JWT_SECRET: TEST_JWT_SECRET,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT: '0',
+    ...officialEnvironment(stub, environment),
   };
 }
 

@@ -1,26 +1,12 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SsoStub } from '../../src/sso-stub/stub-server.js';
 import { ManualClock } from '../support/clock.js';
+import { runCommand } from '../support/command.js';
 import type { TestGateway } from '../support/gateway.js';
 import { buy, NOT_CONFIRMED, NOT_ENOUGH_MONEY, purchasesOf, quotaOf, SSO_SECRET, startOfficialGateway, startStub } from './official.js';
 
-const run = promisify(execFile);
-
-/** `npm run purchases` as built, with exactly the given environment (plus PATH); never rejects. */
-async function purchases(args: string[], env: Record<string, string> = {}) {
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['dist/cli/purchases.js', ...args], {
-      env: { PATH: process.env.PATH!, ...env },
-      timeout: 20_000,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
+/** `npm run purchases` as built, with exactly the given environment (plus PATH). */
+const purchases = (args: string[], env: Record<string, string> = {}) => runCommand('purchases', args, env);
 
 const HOUR = 3_600_000;
 

@@ -6,38 +6,25 @@ import { promisify } from 'node:util';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { secretKey, verifyAccessToken } from '../../src/auth/access-token.js';
+import { runCommand } from '../support/command.js';
 import { startTestDatabase, type TestDatabase } from '../support/database.js';
 
 const run = promisify(execFile);
 const SECRET = 'command-line-secret-0123456789';
 
-/** Runs a built command with exactly the given environment (plus PATH); never rejects. */
-async function command(script: string, args: string[], env: Record<string, string> = {}) {
-  try {
-    const { stdout, stderr } = await run('node', [`dist/cli/${script}.js`, ...args], {
-      env: { PATH: process.env.PATH!, ...env },
-      timeout: 20_000,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
-}
-
 describe('npm run token', () => {
   it('prints a token for the user, signed with JWT_SECRET', async () => {
-    const { code, stdout } = await command('token', ['--user', '42'], { JWT_SECRET: SECRET });
+    const { code, stdout } = await runCommand('token', ['--user', '42'], { JWT_SECRET: SECRET });
     expect(code).toBe(0);
     expect(await verifyAccessToken(secretKey(SECRET), stdout.trim())).toBe(42);
   });
 
   it('refuses to sign without JWT_SECRET or without a proper user id', async () => {
-    const noSecret = await command('token', ['--user', '42']);
+    const noSecret = await runCommand('token', ['--user', '42']);
     expect(noSecret.code).toBe(1);
     expect(noSecret.stderr).toMatch(/JWT_SECRET/);
     for (const user of ['0', 'abc', '-3']) {
-      const bad = await command('token', ['--user', user], { JWT_SECRET: SECRET });
+      const bad = await runCommand('token', ['--user', user], { JWT_SECRET: SECRET });
       expect(bad.code).toBe(1);
       expect(bad.stderr).toMatch(/usage/);
     }
@@ -67,7 +54,7 @@ describe('npm run seed', () => {
       }),
     );
     for (let round = 0; round < 2; round += 1) {
-      const { code, stdout } = await command('seed', [file], { MONGODB_URI: database.uri });
+      const { code, stdout } = await runCommand('seed', [file], { MONGODB_URI: database.uri });
       expect(code).toBe(0);
       expect(stdout).toMatch(/loaded 1 users and 2 conversations/);
     }
@@ -88,14 +75,14 @@ describe('npm run seed', () => {
   it('rejects a malformed seed file and names the problem', async () => {
     const file = join(directory, 'bad.json');
     await writeFile(file, JSON.stringify({ users: [{ id: 'one', username: 'x' }] }));
-    const { code, stderr } = await command('seed', [file], { MONGODB_URI: database.uri });
+    const { code, stderr } = await runCommand('seed', [file], { MONGODB_URI: database.uri });
     expect(code).toBe(1);
     expect(stderr).toMatch(/seeding failed/);
     expect(stderr).toMatch(/id/);
   });
 
   it('needs MONGODB_URI', async () => {
-    const { code, stderr } = await command('seed', ['x.json']);
+    const { code, stderr } = await runCommand('seed', ['x.json']);
     expect(code).toBe(1);
     expect(stderr).toMatch(/MONGODB_URI/);
   });
