@@ -1,10 +1,8 @@
 import type { Document } from 'bson';
-import { Aggregator, Context } from 'mingo';
-import type { Iterator } from 'mingo/lazy';
-import { $match as mingoMatch } from 'mingo/operators/pipeline';
-import type { Options } from 'mingo/types';
+import { Aggregator } from 'mingo/aggregator';
 import { CommandError, ErrorCode, refusal } from './errors.js';
-import { compileFilter, MINGO_OPTIONS } from './matcher.js';
+import { MINGO_OPTIONS } from './matcher.js';
+import { markTyped } from './mingo.js';
 import { isPlainObject, promote } from './values.js';
 
 /** MongoDB 7.0's aggregation stages that the engine does not run. */
@@ -44,32 +42,18 @@ export function checkPipeline(pipeline: unknown): Document[] {
   return pipeline as Document[];
 }
 
-/**
- * `$match` on the engine's matcher (MongoDB's semantics: `$type`, BinData,
- * DBRefs), except where it refers to `$$` variables of an enclosing `$lookup`,
- * which only mingo's own `$match` sees.
- */
-function $match(collection: Iterator, expression: Document, options: Options): Iterator {
-  if (JSON.stringify(expression).includes('$$')) return mingoMatch(collection, expression, options);
-  const matcher = compileFilter(expression);
-  return collection.filter((doc) => matcher.test(doc as Document));
-}
-
-const CONTEXT = Context.init({ pipeline: { $match } });
-
 export interface PipelineOptions {
   variables?: Document;
-  /** The documents of another collection of the same database (for `$lookup`, `$unionWith`, `$graphLookup`). */
+  /** The documents (typed view) of another collection of the same database, for `$lookup`, `$unionWith` and `$graphLookup`. */
   collection(name: string): Document[];
 }
 
-/** Runs stages with mingo over promoted documents. */
+/** Runs stages with mingo over stored documents in the typed view (see `markTyped`). */
 export function runPipeline(stages: Document[], input: Document[], options: PipelineOptions): Document[] {
   const aggregator = new Aggregator(stages.map((stage) => promote(stage) as Document), {
     ...MINGO_OPTIONS,
-    context: CONTEXT,
     variables: options.variables,
-    collectionResolver: options.collection,
+    collectionResolver: (name) => options.collection(name).map(markTyped),
   });
-  return aggregator.run(input) as Document[];
+  return aggregator.run(input.map(markTyped)) as Document[];
 }

@@ -1,5 +1,5 @@
 import { BSON, Timestamp, type Document } from 'bson';
-import { Aggregator } from 'mingo';
+import { Aggregator } from 'mingo/aggregator';
 import type { DocumentSource } from './cursors.js';
 import { identical } from './documents.js';
 import type { Engine } from './engine.js';

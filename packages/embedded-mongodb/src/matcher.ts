@@ -1,8 +1,11 @@
 import type { Binary, BSONRegExp, Document } from 'bson';
-import { Aggregator, Query } from 'mingo';
+import { Aggregator } from 'mingo/aggregator';
+import type { Iterator } from 'mingo/lazy';
+import { Query } from 'mingo/query';
 import type { Options } from 'mingo/types';
 import { CommandError, ErrorCode, refusal } from './errors.js';
 import { compileJsonSchema } from './json-schema.js';
+import { engineMingoOptions } from './mingo.js';
 import {
   bsonTypeOf,
   compareValues,
@@ -17,8 +20,19 @@ import {
   typeRank,
 } from './values.js';
 
-/** Clients reach the engine over the network, so `$where`, `$function` and `$accumulator` stay off. */
-export const MINGO_OPTIONS: Partial<Options> = { scriptEnabled: false };
+/**
+ * `$match` as a pipeline stage: this matcher, with the pipeline's `let`
+ * variables and those of an enclosing `$lookup` for `$expr`.
+ */
+function matchStage(collection: Iterator, filter: unknown, options: Options): Iterator {
+  if (!isPlainObject(filter)) throw new CommandError(15959, 'the match filter must be an expression in an object');
+  const lookupVariables = (options as { local?: { variables?: Document } }).local?.variables;
+  const matcher = compileFilter(filter, { variables: { ...options.variables, ...lookupVariables } });
+  return collection.filter((doc: Document) => matcher.test(doc));
+}
+
+/** The options of every mingo `Query` and `Aggregator` of the engine (their context has the engine's operators). */
+export const MINGO_OPTIONS = engineMingoOptions(matchStage);
 
 /** What a filter may refer to besides the document: `let` variables (`$$name` in `$expr`). */
 export interface MatchContext {

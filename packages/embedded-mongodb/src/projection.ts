@@ -1,5 +1,5 @@
 import { BSON, type Document } from 'bson';
-import { Aggregator } from 'mingo';
+import { Aggregator } from 'mingo/aggregator';
 import { deepCopy, getField, hasField, removeField, setField } from './documents.js';
 import { CommandError, ErrorCode, refusal } from './errors.js';
 import { compileFilter, compileValueCondition, MINGO_OPTIONS, type MatchContext } from './matcher.js';

@@ -4,16 +4,11 @@ import { CommandError, ErrorCode } from './errors.js';
 /**
  * Two views of a stored document. The engine matches, sorts, indexes and
  * updates the typed view (int32, int64, double and decimal kept apart, as
- * MongoDB's `$type` and arithmetic need); mingo, which runs aggregation
- * expressions and stages, gets the promoted view (plain JS numbers). What goes
+ * MongoDB's `$type` and arithmetic need); mingo's expressions and computing
+ * stages get the promoted view (plain JS numbers, see `promote`). What goes
  * back to clients comes from the typed view or the raw bytes.
  */
-const PROMOTED: BSON.DeserializeOptions = {};
 export const TYPED: BSON.DeserializeOptions = { promoteValues: false, bsonRegExp: true };
-
-export function promoted(raw: Uint8Array): Document {
-  return BSON.deserialize(raw, PROMOTED);
-}
 
 export function typed(raw: Uint8Array): Document {
   return BSON.deserialize(raw, TYPED);

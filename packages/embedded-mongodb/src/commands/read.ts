@@ -10,7 +10,7 @@ import { evaluateLet } from '../matcher.js';
 import { describePlan, parseSort, type SortSpec } from '../planner.js';
 import { compileProjection } from '../projection.js';
 import { asBuffer } from '../raw-bson.js';
-import { compareValues, isNumber, isPlainObject, numberOf, promoted, valuesAtPath } from '../values.js';
+import { compareValues, isNumber, isPlainObject, numberOf, typed, valuesAtPath } from '../values.js';
 import { SERVER_VERSION } from './admin.js';
 import { checkFields, optionalDocument, optionalNumber, toCursorId, type CommandHandler, type CommandRequest } from './request.js';
 
@@ -178,12 +178,12 @@ const aggregate: CommandHandler = (engine, request) => {
     source = { next: () => execution.next()?.raw, release: () => execution.release() };
   } else {
     const input: Document[] = [];
-    for (let m = execution.next(); m; m = execution.next()) input.push(promoted(m.raw));
+    for (let m = execution.next(); m; m = execution.next()) input.push(m.doc!);
     const out = rest[rest.length - 1]!.$out;
     const stages = out === undefined ? rest : rest.slice(0, -1);
     const results = runPipeline(stages, input, {
       variables,
-      collection: (name) => engine.catalog.collection(request.db, name)?.records.valuesArray().map((raw) => promoted(raw)) ?? [],
+      collection: (name) => engine.catalog.collection(request.db, name)?.records.valuesArray().map(typed) ?? [],
     });
     if (out !== undefined) {
       writeOut(engine, request.db, out, results);

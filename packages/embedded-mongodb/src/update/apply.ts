@@ -1,5 +1,5 @@
 import { BSON, Double, Int32, Long, ObjectId, Timestamp, type Document } from 'bson';
-import { Aggregator } from 'mingo';
+import { Aggregator } from 'mingo/aggregator';
 import { deepCopy, getField, hasField, identical, removeField, setField } from '../documents.js';
 import { CommandError, ErrorCode } from '../errors.js';
 import { compileFilter, isOperatorDocument, MINGO_OPTIONS } from '../matcher.js';

@@ -1,8 +1,8 @@
 import { Binary, DBRef, Decimal128, Double, Int32, Long, ObjectId, Timestamp, type Document } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, type Connected } from '../support/connect.js';
+import { connect, serverError, type Connected } from '../support/connect.js';
 
-/** Query and projection behaviour that differed from MongoDB's (B4–B7, B9, B10, B12); each test passes against MongoDB too. */
+/** Query and projection behaviour that differed from MongoDB's (B4–B7, B9, B10, B12), and `$match` in a pipeline; each test passes against MongoDB too. */
 let t: Connected;
 
 beforeAll(async () => {
@@ -10,22 +10,28 @@ beforeAll(async () => {
 });
 afterAll(() => t?.stop());
 
+const sortedIds = (docs: Document[]): unknown[] => docs.map((doc) => doc._id).sort();
+
 const ids = async (collection: string, filter: Document, options: Document = {}): Promise<unknown[]> =>
   (await t.collection(collection).find(filter, options).sort({ _id: 1 }).toArray()).map((doc) => doc._id);
 
+/** One value of each BSON type in `v`, for `$type`. */
+const TYPED_VALUES = (): Document[] => [
+  { _id: 'int', v: new Int32(1) },
+  { _id: 'long', v: Long.fromNumber(1) },
+  { _id: 'double', v: new Double(1) },
+  { _id: 'decimal', v: Decimal128.fromString('1') },
+  { _id: 'objectId', v: new ObjectId() },
+  { _id: 'binData', v: new Binary(Buffer.from([1])) },
+  { _id: 'timestamp', v: new Timestamp({ t: 1, i: 1 }) },
+  { _id: 'date', v: new Date(0) },
+  { _id: 'string', v: 'x' },
+  { _id: 'array', v: [new Int32(1), 'x'] },
+];
+
 describe('$type (B5)', () => {
   beforeAll(async () => {
-    await t.collection('types').insertMany([
-      { _id: 'int', v: new Int32(1) },
-      { _id: 'long', v: Long.fromNumber(1) },
-      { _id: 'double', v: new Double(1) },
-      { _id: 'decimal', v: Decimal128.fromString('1') },
-      { _id: 'objectId', v: new ObjectId() },
-      { _id: 'binData', v: new Binary(Buffer.from([1])) },
-      { _id: 'timestamp', v: new Timestamp({ t: 1, i: 1 }) },
-      { _id: 'string', v: 'x' },
-      { _id: 'array', v: [new Int32(1), 'x'] },
-    ]);
+    await t.collection('types').insertMany(TYPED_VALUES());
   });
 
   it('matches exactly the BSON type asked for', async () => {
@@ -43,6 +49,80 @@ describe('$type (B5)', () => {
     expect(await ids('types', { v: { $type: 'number' } })).toEqual(['array', 'decimal', 'double', 'int', 'long']);
     expect(await ids('types', { v: { $type: 'array' } })).toEqual(['array']);
     expect(await ids('types', { v: { $type: ['string', 'long'] } })).toEqual(['array', 'long', 'string']);
+  });
+});
+
+describe('$match in a pipeline', () => {
+  const types = () => t.collection('typesInPipelines');
+  beforeAll(async () => {
+    await types().insertMany(TYPED_VALUES());
+  });
+
+  /** The documents `{v: {$type: type}}` matches, by type: those after a stage that computes, then the number types. */
+  const BY_TYPE: [string, string[]][] = [
+    ['decimal', ['decimal']],
+    ['objectId', ['objectId']],
+    ['binData', ['binData']],
+    ['timestamp', ['timestamp']],
+    ['date', ['date']],
+    ['string', ['array', 'string']],
+    ['int', ['array', 'int']],
+    ['long', ['long']],
+    ['double', ['double']],
+  ];
+
+  it('tells BSON types apart with $type as find does, wherever it stands in the pipeline', async () => {
+    for (const [type, expected] of BY_TYPE) {
+      const match = { $match: { v: { $type: type } } };
+      expect(sortedIds(await types().find({ v: { $type: type } }).toArray()), type).toEqual(expected);
+      expect(sortedIds(await types().aggregate([match]).toArray()), type).toEqual(expected);
+      expect(sortedIds(await types().aggregate([{ $skip: 0 }, match]).toArray()), type).toEqual(expected);
+      expect(sortedIds(await types().aggregate([{ $limit: 20 }, match]).toArray()), type).toEqual(expected);
+      const [faceted] = await types().aggregate([{ $facet: { matched: [match] } }]).toArray();
+      expect(sortedIds(faceted!.matched), type).toEqual(expected);
+      const [joined] = await types().aggregate([{ $limit: 1 }, { $lookup: { from: 'typesInPipelines', pipeline: [match], as: 'matched' } }]).toArray();
+      expect(sortedIds(joined!.matched), type).toEqual(expected);
+      const unioned = await t.collection('nothing').aggregate([{ $unionWith: { coll: 'typesInPipelines', pipeline: [match] } }]).toArray();
+      expect(sortedIds(unioned), type).toEqual(expected);
+    }
+  });
+
+  it('tells the types that are not numbers apart after a stage that computes', async () => {
+    for (const [type, expected] of BY_TYPE.slice(0, 6)) {
+      const matched = await types().aggregate([{ $addFields: { seen: true } }, { $match: { v: { $type: type } } }]).toArray();
+      expect(sortedIds(matched), type).toEqual(expected);
+    }
+  });
+
+  it('passes the documents it selects on with their BSON number types', async () => {
+    const selected = await types()
+      .aggregate([{ $skip: 0 }, { $match: { _id: { $in: ['double', 'long'] } } }, { $limit: 2 }], { promoteValues: false })
+      .toArray();
+    const byId = new Map(selected.map((doc) => [doc._id, doc.v]));
+    expect([...byId.keys()].sort()).toEqual(['double', 'long']);
+    expect(byId.get('double')).toBeInstanceOf(Double);
+    expect(byId.get('long')).toBeInstanceOf(Long);
+  });
+
+  it('refuses a filter that is not a document with code 15959', async () => {
+    const error = await serverError(types().aggregate([{ $skip: 0 }, { $match: 'int' }]).toArray());
+    expect(error.code).toBe(15959);
+    expect(error.message).toContain('the match filter must be an expression in an object');
+  });
+
+  it('reads the variables of an enclosing $lookup in $expr', async () => {
+    const joined = await types()
+      .aggregate([
+        { $match: { _id: { $in: ['int', 'string'] } } },
+        { $lookup: { from: 'typesInPipelines', let: { wanted: '$_id' }, pipeline: [{ $match: { $expr: { $eq: ['$_id', '$$wanted'] } } }], as: 'self' } },
+        { $project: { self: '$self._id' } },
+        { $sort: { _id: 1 } },
+      ])
+      .toArray();
+    expect(joined).toEqual([
+      { _id: 'int', self: ['int'] },
+      { _id: 'string', self: ['string'] },
+    ]);
   });
 });
 
