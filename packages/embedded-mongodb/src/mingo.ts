@@ -9,6 +9,7 @@ import * as projectionOperators from 'mingo/operators/projection';
 import * as queryOperators from 'mingo/operators/query';
 import * as windowOperators from 'mingo/operators/window';
 import type { Options } from 'mingo/types';
+import { COMPARISON_EXPRESSIONS } from './expressions.js';
 import { promote } from './values.js';
 
 // The one mingo context of the engine: mingo's operators, with the engine's
@@ -96,7 +97,7 @@ export function engineMingoOptions(match: Stage): Partial<Options> {
   }
   const context = Context.init({
     accumulator: accumulatorOperators,
-    expression: expressionOperators,
+    expression: { ...expressionOperators, ...COMPARISON_EXPRESSIONS },
     pipeline: { ...pipeline, $match: match, $facet, $lookup, $graphLookup },
     projection: projectionOperators,
     query: queryOperators,
