@@ -1,8 +1,10 @@
+import { createRequire } from 'node:module';
 import { z } from 'zod';
+import { InvalidInput } from './invalid-input.js';
 
 /**
  * The service's whole configuration, parsed once from the environment.
- * This is the only module that reads `process.env`.
+ * This is the only module that reads `process.env` (and `.env`).
  */
 export interface Config {
   port: number;
@@ -18,7 +20,7 @@ export interface Config {
   /** How unfinished purchases are settled with the provider (official deployment). */
   settlement: SettlementConfig;
   production: boolean;
-  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  logLevel: LogLevel;
   /** Requests per second per caller; 0 turns limiting off. */
   rateLimit: number;
   metricsToken: string | undefined;
@@ -29,6 +31,8 @@ export interface Config {
   corsOrigins: string[];
   /** A prefix under which the legacy endpoints are served as well as at the root, e.g. `/api`. */
   restBasePath: string | undefined;
+  /** On SIGTERM/SIGINT, how long `/readyz` answers 503 while requests are still served, before the port closes. */
+  shutdownDelayMs: number;
 }
 
 export interface SsoConfig {
@@ -48,8 +52,13 @@ export interface SettlementConfig {
   backoffMaxMs: number;
 }
 
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
 /** Express's `trust proxy`: off, on, a number of hops, or the addresses / subnets / names it trusts. */
 export type TrustProxy = boolean | number | string[];
+
+/** The value `.env.example` gives JWT_SECRET: fine for trying the embedded engine, never for a lasting database. */
+export const EXAMPLE_JWT_SECRET = 'development-only-secret-from-env-example';
 
 function parseTrustProxy(value: string | undefined): TrustProxy {
   if (value === undefined || value === 'false') return false;
@@ -82,11 +91,7 @@ function originProblems(value: string): string[] {
   });
 }
 
-const optionalText = z
-  .string()
-  .trim()
-  .transform((value) => (value === '' ? undefined : value))
-  .optional();
+const optionalText = z.string().trim().optional();
 
 /** A whole number from `min` to `max`, given as decimal digits. */
 const wholeNumber = (min: number, max: number) =>
@@ -110,82 +115,147 @@ const duration = z
   })
   .refine((ms) => ms > 0 && Number.isSafeInteger(ms), 'must be a duration above zero');
 
-const environmentSchema = z
-  .object({
-    PORT: wholeNumber(0, 65535).default(4000),
-    HOST: z.string().trim().min(1).default('0.0.0.0'),
-    MONGODB_URI: optionalText.refine(
-      (uri) => uri === undefined || /^mongodb(\+srv)?:\/\//.test(uri),
-      'must start with mongodb:// or mongodb+srv://',
-    ),
-    JWT_SECRET: optionalText.refine(
-      (secret) => secret === undefined || secret.length >= 16,
-      'must be at least 16 characters',
-    ),
-    SEED_FILE: optionalText,
-    DEPLOYMENT: z.enum(['community', 'official']).default('community'),
-    SSO_URL: optionalText.refine(
-      (url) => url === undefined || URL.canParse(url),
-      'must be an absolute URL such as https://sso.example.com',
-    ),
-    SSO_SECRET: optionalText,
-    SSO_TIMEOUT_MS: wholeNumber(1, 600_000).default(3_000),
-    SSO_ATTEMPTS: wholeNumber(1, 10).default(3),
-    SETTLEMENT_INTERVAL_MS: wholeNumber(10, 86_400_000).default(30_000),
-    SETTLEMENT_HORIZON: duration.default(7 * DURATION_UNITS_MS.d),
-    SETTLEMENT_BACKOFF_MAX_MS: wholeNumber(100, 86_400_000).default(300_000),
-    NODE_ENV: optionalText,
-    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    RATE_LIMIT: wholeNumber(0, 1_000_000).default(20),
-    METRICS_TOKEN: optionalText,
-    TRUST_PROXY: optionalText.refine(
-      (value) => value === undefined || /^(true|false|[0-9]+|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/.test(value),
-      'must be true, false, a number of proxies, or a comma-separated list of addresses, subnets or loopback/uniquelocal',
-    ),
-    PLAYGROUND: z.enum(['on', 'off']).optional(),
-    CORS_ORIGINS: z
-      .string()
-      .default('')
-      .superRefine((value, context) => {
-        for (const message of originProblems(value)) context.addIssue({ code: 'custom', message });
-      })
-      .transform((value) => [...new Set(entriesOf(value))]),
-    REST_BASE_PATH: optionalText
-      .refine(
-        (path) => path === undefined || /^(\/(?!\.+(\/|$))[\w.~-]+)+$/.test(path),
-        'must start with / and name one or more path segments (letters, digits, . _ ~ -), without a trailing slash, e.g. /api',
-      )
-      .refine(
-        (path) => path === undefined || !SERVED_SEGMENTS.includes(path.split('/')[1]?.toLowerCase() ?? ''),
-        `must not start with a path the service serves itself (${SERVED_SEGMENTS.map((segment) => `/${segment}`).join(', ')})`,
-      ),
-  })
-
-/** Rules across variables, checked even when single variables are wrong, so every problem is told at once. */
-function crossVariableProblems(environment: NodeJS.ProcessEnv): string[] {
-  if (environment.DEPLOYMENT?.trim() !== 'official') return [];
-  return (['SSO_URL', 'SSO_SECRET'] as const)
-    .filter((name) => !environment[name]?.trim())
-    .map((name) => `${name} is required when DEPLOYMENT=official`);
-}
-
-export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
-    this.name = 'ConfigError';
+/** The MongoDB driver's own parser, loaded only by the commands that read MONGODB_URI. */
+function connectionStringProblem(uri: string): string | undefined {
+  const { MongoClient } = createRequire(import.meta.url)('mongodb') as typeof import('mongodb');
+  try {
+    // Parses and checks the string and its options; connects to nothing.
+    new MongoClient(uri);
+    return undefined;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
   }
 }
 
-function problemsOf(error: z.ZodError): string[] {
-  return error.issues.map((issue) => `${issue.path.join('.') || 'environment'} ${issue.message}`);
+/** Every variable, with its default. `.env.example` lists the same names (a test keeps them in step). */
+const VARIABLES = {
+  PORT: wholeNumber(0, 65535).default(4000),
+  HOST: z.string().trim().min(1).default('0.0.0.0'),
+  MONGODB_URI: optionalText.superRefine((uri, context) => {
+    if (uri === undefined) return;
+    if (!/^mongodb(\+srv)?:\/\//.test(uri)) {
+      context.addIssue({ code: 'custom', message: 'must start with mongodb:// or mongodb+srv://' });
+      return;
+    }
+    const problem = connectionStringProblem(uri);
+    if (problem !== undefined) context.addIssue({ code: 'custom', message: `is not a valid connection string: ${problem}` });
+  }),
+  JWT_SECRET: optionalText.refine((secret) => secret === undefined || secret.length >= 16, 'must be at least 16 characters'),
+  SEED_FILE: optionalText,
+  DEPLOYMENT: z.enum(['community', 'official']).default('community'),
+  SSO_URL: optionalText.refine(
+    (url) => url === undefined || URL.canParse(url),
+    'must be an absolute URL such as https://sso.example.com',
+  ),
+  SSO_SECRET: optionalText,
+  SSO_TIMEOUT_MS: wholeNumber(1, 600_000).default(3_000),
+  SSO_ATTEMPTS: wholeNumber(1, 10).default(3),
+  SETTLEMENT_INTERVAL_MS: wholeNumber(10, 86_400_000).default(30_000),
+  SETTLEMENT_HORIZON: duration.default(7 * DURATION_UNITS_MS.d),
+  SETTLEMENT_BACKOFF_MAX_MS: wholeNumber(100, 86_400_000).default(300_000),
+  NODE_ENV: optionalText,
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  RATE_LIMIT: wholeNumber(0, 1_000_000).default(20),
+  METRICS_TOKEN: optionalText,
+  TRUST_PROXY: optionalText.refine(
+    (value) => value === undefined || /^(true|false|[0-9]+|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/.test(value),
+    'must be true, false, a number of proxies, or a comma-separated list of addresses, subnets or loopback/uniquelocal',
+  ),
+  PLAYGROUND: z.enum(['on', 'off']).optional(),
+  CORS_ORIGINS: z
+    .string()
+    .default('')
+    .superRefine((value, context) => {
+      for (const message of originProblems(value)) context.addIssue({ code: 'custom', message });
+    })
+    .transform((value) => [...new Set(entriesOf(value))]),
+  REST_BASE_PATH: optionalText
+    .refine(
+      (path) => path === undefined || /^(\/(?!\.+(\/|$))[\w.~-]+)+$/.test(path),
+      'must start with / and name one or more path segments (letters, digits, . _ ~ -), without a trailing slash, e.g. /api',
+    )
+    .refine(
+      (path) => path === undefined || !SERVED_SEGMENTS.includes(path.split('/')[1]?.toLowerCase() ?? ''),
+      `must not start with a path the service serves itself (${SERVED_SEGMENTS.map((segment) => `/${segment}`).join(', ')})`,
+    ),
+  /** Unset: 5000 in production, else 0. */
+  SHUTDOWN_DELAY_MS: wholeNumber(0, 600_000).optional(),
+};
+
+export type VariableName = keyof typeof VARIABLES;
+/** Every variable the service reads, for the check that `.env.example` lists them all. */
+export const VARIABLE_NAMES = Object.keys(VARIABLES) as VariableName[];
+
+type Variables<Name extends VariableName> = { [K in Name]: z.output<(typeof VARIABLES)[K]> };
+
+/** Bad configuration: one problem per variable (and per rule across variables), all told at once. */
+export class ConfigError extends InvalidInput {
+  constructor(problems: string[]) {
+    super(problems);
+    this.message = `Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`;
+  }
 }
 
-/** Parses the environment; throws a `ConfigError` listing every problem at once. */
-export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = environmentSchema.safeParse(environment);
-  const problems = [...(parsed.success ? [] : problemsOf(parsed.error)), ...crossVariableProblems(environment)];
+/**
+ * Reads `.env` from the working directory into the environment, as dotenv does: variables
+ * already set win. Without the file there is nothing to read. Entry points call it once.
+ */
+export function loadDotEnv(): void {
+  try {
+    process.loadEnvFile('.env');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+      throw new ConfigError([`.env could not be read: ${(error as Error).message}`]);
+    }
+  }
+}
+
+/**
+ * Parses only the named variables (a command reads what it needs); an empty or blank value
+ * counts as unset, as in `.env.example`. Throws a `ConfigError` listing every problem.
+ */
+function parseVariables<Name extends VariableName>(
+  names: readonly Name[],
+  environment: NodeJS.ProcessEnv,
+  moreProblems: string[] = [],
+): Variables<Name> {
+  const shape = Object.fromEntries(names.map((name) => [name, VARIABLES[name]]));
+  const given = Object.fromEntries(names.filter((name) => environment[name]?.trim()).map((name) => [name, environment[name]]));
+  const parsed = z.object(shape).safeParse(given);
+  const problems = [
+    ...(parsed.success ? [] : parsed.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}`)),
+    ...moreProblems,
+  ];
   if (!parsed.success || problems.length > 0) throw new ConfigError(problems);
-  const env = parsed.data;
+  return parsed.data as Variables<Name>;
+}
+
+/** Only the named variables, with the gateway's rules and defaults: for commands that need a few. */
+export function loadVariables<const Name extends VariableName>(names: readonly Name[], environment: NodeJS.ProcessEnv = process.env): Variables<Name> {
+  return parseVariables(names, environment);
+}
+
+/** Rules across variables, checked even when single variables are wrong, so every problem is told at once. */
+function crossVariableProblems(environment: NodeJS.ProcessEnv): string[] {
+  const problems: string[] = [];
+  if (environment.DEPLOYMENT?.trim() === 'official') {
+    for (const name of ['SSO_URL', 'SSO_SECRET'] as const) {
+      if (!environment[name]?.trim()) problems.push(`${name} is required when DEPLOYMENT=official`);
+    }
+  }
+  if (environment.JWT_SECRET?.trim() === EXAMPLE_JWT_SECRET && (environment.MONGODB_URI?.trim() || isProduction(environment))) {
+    problems.push('JWT_SECRET is the example value from .env.example: choose your own secret for a lasting database or production');
+  }
+  return problems;
+}
+
+function isProduction(environment: NodeJS.ProcessEnv): boolean {
+  return environment.NODE_ENV?.trim() === 'production';
+}
+
+/** The gateway's configuration: every variable. */
+export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
+  const env = parseVariables(VARIABLE_NAMES, environment, crossVariableProblems(environment));
   const production = env.NODE_ENV === 'production';
   return {
     port: env.PORT,
@@ -211,26 +281,56 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     playground: env.PLAYGROUND === undefined ? !production : env.PLAYGROUND === 'on',
     corsOrigins: env.CORS_ORIGINS,
     restBasePath: env.REST_BASE_PATH,
+    shutdownDelayMs: shutdownDelayMs(env.SHUTDOWN_DELAY_MS, production),
   };
 }
 
-export type Environment = z.infer<typeof environmentSchema>;
+/** Production waits for load balancers to notice the stop; elsewhere nobody is waiting. */
+function shutdownDelayMs(given: number | undefined, production: boolean): number {
+  return given ?? (production ? 5_000 : 0);
+}
+
+/** `npm run token`: only the signing secret. */
+export function loadTokenConfig(environment: NodeJS.ProcessEnv = process.env): Pick<Config, 'jwtSecret'> {
+  return { jwtSecret: loadVariables(['JWT_SECRET'], environment).JWT_SECRET };
+}
+
+/** `npm run seed`: only the database. */
+export function loadSeedConfig(environment: NodeJS.ProcessEnv = process.env): Pick<Config, 'mongodbUri'> {
+  return { mongodbUri: loadVariables(['MONGODB_URI'], environment).MONGODB_URI };
+}
+
+/** `npm run sso-stub`: the secret it shares with the gateway, when given. */
+export function loadSsoStubConfig(environment: NodeJS.ProcessEnv = process.env): { ssoSecret: string | undefined } {
+  return { ssoSecret: loadVariables(['SSO_SECRET'], environment).SSO_SECRET };
+}
+
+export type SidecarConfig = Pick<
+  Config,
+  'port' | 'host' | 'production' | 'logLevel' | 'metricsToken' | 'trustProxy' | 'shutdownDelayMs'
+>;
 
 /**
- * Parses only the variables a command needs, with the same rules and defaults as the service;
- * problems in any other variable do not concern it. Throws a `ConfigError` listing every problem.
+ * `npm run sidecar`: the HTTP side of the gateway's variables, with the same defaults.
+ * `flags` (its --port and --host) win over PORT and HOST.
  */
-export function loadVariables<const Name extends keyof Environment>(
-  names: readonly Name[],
+export function loadSidecarConfig(
+  flags: { port?: string; host?: string } = {},
   environment: NodeJS.ProcessEnv = process.env,
-): Pick<Environment, Name> {
-  const values: Record<string, unknown> = {};
-  const problems: string[] = [];
-  for (const name of names) {
-    const parsed = environmentSchema.shape[name].safeParse(environment[name]);
-    if (parsed.success) values[name] = parsed.data;
-    else problems.push(...parsed.error.issues.map((issue) => `${name} ${issue.message}`));
-  }
-  if (problems.length > 0) throw new ConfigError(problems);
-  return values as Pick<Environment, Name>;
+): SidecarConfig {
+  const env = loadVariables(['PORT', 'HOST', 'NODE_ENV', 'LOG_LEVEL', 'METRICS_TOKEN', 'TRUST_PROXY', 'SHUTDOWN_DELAY_MS'], {
+    ...environment,
+    ...(flags.port !== undefined && { PORT: flags.port }),
+    ...(flags.host !== undefined && { HOST: flags.host }),
+  });
+  const production = env.NODE_ENV === 'production';
+  return {
+    port: env.PORT,
+    host: env.HOST,
+    production,
+    logLevel: env.LOG_LEVEL,
+    metricsToken: env.METRICS_TOKEN,
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    shutdownDelayMs: shutdownDelayMs(env.SHUTDOWN_DELAY_MS, production),
+  };
 }

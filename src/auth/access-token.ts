@@ -19,6 +19,16 @@ export async function signAccessToken(key: Uint8Array, userId: number, expiresIn
     .sign(key);
 }
 
+/** Whether jose understands `span` as a token lifetime, such as "30m", "24h" or "7 days". */
+export function isTokenLifetime(span: string): boolean {
+  try {
+    new SignJWT({}).setExpirationTime(span);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The user id of a valid token, or null for anything else (bad signature, other algorithm, expired, bad `sub`). */
 export async function verifyAccessToken(key: Uint8Array, token: string): Promise<number | null> {
   try {

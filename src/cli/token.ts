@@ -1,24 +1,41 @@
-import { parseArgs } from 'node:util';
-import { secretKey, signAccessToken } from '../auth/access-token.js';
-import { loadConfig } from '../config.js';
+import { isTokenLifetime, secretKey, signAccessToken } from '../auth/access-token.js';
+import { ConfigError, loadTokenConfig } from '../config.js';
+import { InvalidInput } from '../invalid-input.js';
+import { GRAPHQL_MAX_INT as MAX_ID } from 'graphql';
+import { runCommand } from './command.js';
 
-// npm run token -- --user ID [--expires 24h]: prints an access token signed with JWT_SECRET.
-const USAGE = 'usage: npm run token -- --user ID [--expires 24h]   (ID a positive integer)';
-let values: { user?: string; expires: string };
-try {
-  ({ values } = parseArgs({ options: { user: { type: 'string' }, expires: { type: 'string', default: '24h' } } }));
-} catch {
-  fail(USAGE);
-}
-const config = loadConfig();
-const userId = Number(values.user);
-if (!values.user || !/^[1-9][0-9]*$/.test(values.user) || !Number.isSafeInteger(userId)) fail(USAGE);
-if (config.jwtSecret === undefined) {
-  fail('JWT_SECRET is not set: a token signed with a random secret would be useless to the running service');
-}
-process.stdout.write(`${await signAccessToken(secretKey(config.jwtSecret), userId, values.expires)}\n`);
+const USAGE = `Usage: npm run token -- --user ID [--expires 24h]
 
-function fail(message: string): never {
-  process.stderr.write(`${message}\n`);
-  process.exit(1);
-}
+Prints an access token (HS256 JWT) for user ID, signed with JWT_SECRET from the
+environment or .env. A gateway accepts it when it runs with the same JWT_SECRET.
+  --user ID       the user id, 1 to ${MAX_ID}
+  --expires SPAN  lifetime such as 30m, 24h or 7d (default 24h)`;
+
+await runCommand({
+  name: 'token',
+  usage: USAGE,
+  options: { user: { type: 'string' }, expires: { type: 'string', default: '24h' } },
+  async run({ values }) {
+    const problems: string[] = [];
+    if (values.user === undefined) problems.push('--user is required (see --help)');
+    else if (!/^[1-9][0-9]{0,9}$/.test(values.user) || Number(values.user) > MAX_ID) {
+      problems.push(`--user must be an id from 1 to ${MAX_ID}, not "${values.user}"`);
+    }
+    if (!isTokenLifetime(values.expires)) problems.push(`--expires must be a span such as 30m, 24h or 7d, not "${values.expires}"`);
+    let jwtSecret: string | undefined;
+    try {
+      ({ jwtSecret } = loadTokenConfig());
+      if (jwtSecret === undefined) {
+        problems.push(
+          'JWT_SECRET is not set: a gateway without it signs with a random secret of its own (use the token it printed); ' +
+            'to sign here, give both the same JWT_SECRET, e.g. cp .env.example .env',
+        );
+      }
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(...error.problems);
+    }
+    if (problems.length > 0) throw new InvalidInput(problems);
+    process.stdout.write(`${await signAccessToken(secretKey(jwtSecret!), Number(values.user), values.expires)}\n`);
+  },
+});

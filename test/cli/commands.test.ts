@@ -1,104 +1,126 @@
-import { execFile } from 'node:child_process';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
-import { MongoClient } from 'mongodb';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { secretKey, verifyAccessToken } from '../../src/auth/access-token.js';
-import { runCommand } from '../support/command.js';
-import { startTestDatabase, type TestDatabase } from '../support/database.js';
+import { EXAMPLE_JWT_SECRET } from '../../src/config.js';
+import { runNode } from '../support/node-process.js';
 
-const run = promisify(execFile);
 const SECRET = 'command-line-secret-0123456789';
+/** Every command, as `npm run X` (or `npm start`) runs it. */
+const COMMANDS = {
+  'chat-gateway': 'dist/main.js',
+  seed: 'dist/cli/seed.js',
+  token: 'dist/cli/token.js',
+  // npm run embedded-db runs the engine package's own command.
+  'embedded-mongodb': 'dist/cli/embedded-db.js',
+  'sso-stub': 'dist/cli/sso-stub.js',
+  sidecar: 'dist/cli/sidecar.js',
+} as const;
+
+/** Each line on stderr is `name: message`; none is a line of a stack trace. */
+function expectProblemLines(stderr: string, name: string): string[] {
+  const lines = stderr.trimEnd().split('\n');
+  for (const line of lines) expect(line).toMatch(new RegExp(`^${name}: \\S`));
+  expect(stderr).not.toMatch(/^\s+at /m);
+  return lines;
+}
+
+let emptyDirectory: string;
+beforeAll(async () => {
+  emptyDirectory = await mkdtemp(join(tmpdir(), 'no-dotenv-'));
+});
+
+describe.each(Object.entries(COMMANDS))('%s', (name, script) => {
+  it('answers --help with its usage on stdout and exit code 0', async () => {
+    const { code, stdout, stderr } = await runNode(script, ['--help'], {}, { cwd: emptyDirectory });
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^Usage: /);
+    expect(stderr).toBe('');
+  });
+
+  it('refuses an unknown option in one line with exit code 2', async () => {
+    const { code, stderr } = await runNode(script, ['--frobnicate'], {}, { cwd: emptyDirectory });
+    expect(code).toBe(2);
+    expect(expectProblemLines(stderr, name)).toEqual([`${name}: Unknown option '--frobnicate' (see --help)`]);
+  });
+});
 
 describe('npm run token', () => {
-  it('prints a token for the user, signed with JWT_SECRET', async () => {
-    const { code, stdout } = await runCommand('token', ['--user', '42'], { JWT_SECRET: SECRET });
+  it('prints a token for the user, signed with JWT_SECRET, reading no other variable', async () => {
+    // A gateway would refuse this environment (official without SSO_URL); the token command does not read it.
+    const { code, stdout, stderr } = await runNode('dist/cli/token.js', ['--user', '42'], { JWT_SECRET: SECRET, DEPLOYMENT: 'official', PORT: 'eighty' });
+    expect(stderr).toBe('');
     expect(code).toBe(0);
     expect(await verifyAccessToken(secretKey(SECRET), stdout.trim())).toBe(42);
   });
 
-  it('refuses to sign without JWT_SECRET or without a proper user id', async () => {
-    const noSecret = await runCommand('token', ['--user', '42']);
-    expect(noSecret.code).toBe(1);
-    expect(noSecret.stderr).toMatch(/JWT_SECRET/);
-    for (const user of ['0', 'abc', '-3']) {
-      const bad = await runCommand('token', ['--user', user], { JWT_SECRET: SECRET });
-      expect(bad.code).toBe(1);
-      expect(bad.stderr).toMatch(/usage/);
+  it('reads JWT_SECRET from .env in the working directory, where a variable already set wins', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'dotenv-'));
+    await writeFile(join(directory, '.env'), `# a comment\nJWT_SECRET="${SECRET}"\n`);
+    const fromFile = await runNode('dist/cli/token.js', ['--user', '7'], {}, { cwd: directory });
+    expect(await verifyAccessToken(secretKey(SECRET), fromFile.stdout.trim())).toBe(7);
+    const other = 'set-in-the-environment-0123456789';
+    const fromEnvironment = await runNode('dist/cli/token.js', ['--user', '7'], { JWT_SECRET: other }, { cwd: directory });
+    expect(await verifyAccessToken(secretKey(other), fromEnvironment.stdout.trim())).toBe(7);
+  });
+
+  it('signs with the example secret of .env.example, the one a gateway started from a copy of it uses', async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'dotenv-'));
+    await writeFile(join(directory, '.env'), await readFile('.env.example', 'utf8'));
+    const { code, stdout } = await runNode('dist/cli/token.js', ['--user', '1'], {}, { cwd: directory });
+    expect(code).toBe(0);
+    expect(await verifyAccessToken(secretKey(EXAMPLE_JWT_SECRET), stdout.trim())).toBe(1);
+  });
+
+  it('without JWT_SECRET says what to do, in one line with exit code 2', async () => {
+    const { code, stderr } = await runNode('dist/cli/token.js', ['--user', '42'], {}, { cwd: emptyDirectory });
+    expect(code).toBe(2);
+    const [line, ...more] = expectProblemLines(stderr, 'token');
+    expect(more).toEqual([]);
+    expect(line).toMatch(/JWT_SECRET is not set: .*random secret of its own .*cp \.env\.example \.env/);
+  });
+
+  it('reports a bad user id, lifetime and secret one line each, with exit code 2', async () => {
+    for (const user of ['0', 'abc', '-3', '2147483648', '12345678901234567890']) {
+      const { code, stderr } = await runNode('dist/cli/token.js', [`--user=${user}`], { JWT_SECRET: SECRET });
+      expect(code).toBe(2);
+      expect(expectProblemLines(stderr, 'token')).toEqual([`token: --user must be an id from 1 to 2147483647, not "${user}"`]);
     }
-  });
-});
-
-describe('npm run seed', () => {
-  let database: TestDatabase;
-  let directory: string;
-
-  beforeAll(async () => {
-    database = await startTestDatabase();
-    directory = await mkdtemp(join(tmpdir(), 'seed-'));
-  });
-  afterAll(() => database?.stop());
-
-  it('loads a seed file idempotently and moves each id sequence past the highest id', async () => {
-    const file = join(directory, 'seed.json');
-    await writeFile(
-      file,
-      JSON.stringify({
-        users: [{ id: 1, username: 'alice', quota: 12.5, apiKeys: ['sk-alice-0123456789abcdef'] }],
-        conversations: [
-          { userId: 1, id: 3, name: 'Trip plan', model: 'gpt-4o', enableWeb: false, messages: [{ role: 'user', content: 'hi' }] },
-          { userId: 1, id: 9, name: 'Later', model: 'gpt-4o', enableWeb: true, messages: [] },
-        ],
-      }),
-    );
-    for (let round = 0; round < 2; round += 1) {
-      const { code, stdout } = await runCommand('seed', [file], { MONGODB_URI: database.uri });
-      expect(code).toBe(0);
-      expect(stdout).toMatch(/loaded 1 users and 2 conversations/);
-    }
-    const client = await MongoClient.connect(database.uri);
-    try {
-      const db = client.db();
-      expect(await db.collection('conversations').countDocuments({ userId: 1 })).toBe(2);
-      expect(await db.collection('apiKeys').countDocuments()).toBe(1);
-      const user = await db.collection('users').findOne({ id: 1 });
-      expect(user).toMatchObject({ username: 'alice', balanceUnits: 125_000, lastConversationId: 9 });
-      const key = await db.collection('apiKeys').findOne({});
-      expect(JSON.stringify(key)).not.toContain('sk-alice');
-    } finally {
-      await client.close();
-    }
-  });
-
-  it('rejects a malformed seed file and names the problem', async () => {
-    const file = join(directory, 'bad.json');
-    await writeFile(file, JSON.stringify({ users: [{ id: 'one', username: 'x' }] }));
-    const { code, stderr } = await runCommand('seed', [file], { MONGODB_URI: database.uri });
-    expect(code).toBe(1);
-    expect(stderr).toMatch(/seeding failed/);
-    expect(stderr).toMatch(/id/);
-  });
-
-  it('needs MONGODB_URI', async () => {
-    const { code, stderr } = await runCommand('seed', ['x.json']);
-    expect(code).toBe(1);
-    expect(stderr).toMatch(/MONGODB_URI/);
+    const { code, stderr } = await runNode('dist/cli/token.js', ['--user', '1', '--expires', 'banana'], { JWT_SECRET: 'short' });
+    expect(code).toBe(2);
+    expect(expectProblemLines(stderr, 'token')).toEqual([
+      'token: --expires must be a span such as 30m, 24h or 7d, not "banana"',
+      'token: JWT_SECRET must be at least 16 characters',
+    ]);
   });
 });
 
 describe('configuration', () => {
-  it('stops before listening with one clear line per problem', async () => {
-    const { code, stderr } = await run('node', ['dist/main.js'], {
-      env: { PATH: process.env.PATH!, DEPLOYMENT: 'official', PORT: 'eighty', JWT_SECRET: 'short' },
-      timeout: 20_000,
-    }).then(
-      () => ({ code: 0, stderr: '' }),
-      (error: { code: number; stderr: string }) => error,
-    );
-    expect(code).toBe(1);
-    expect(stderr).toMatch(/Invalid configuration/);
-    for (const name of ['PORT', 'JWT_SECRET', 'SSO_URL', 'SSO_SECRET']) expect(stderr).toMatch(new RegExp(`- ${name} `));
+  it('stops the gateway before listening with one line per problem and exit code 2', async () => {
+    const { code, stdout, stderr } = await runNode('dist/main.js', [], {
+      DEPLOYMENT: 'official',
+      PORT: 'eighty',
+      JWT_SECRET: 'short',
+      MONGODB_URI: 'mongodb://db.example.com/chat?frobnicate=1',
+    });
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    const lines = expectProblemLines(stderr, 'chat-gateway');
+    expect(lines).toEqual([
+      'chat-gateway: PORT must be a whole number from 0 to 65535',
+      'chat-gateway: MONGODB_URI is not a valid connection string: option frobnicate is not supported',
+      'chat-gateway: JWT_SECRET must be at least 16 characters',
+      'chat-gateway: SSO_URL is required when DEPLOYMENT=official',
+      'chat-gateway: SSO_SECRET is required when DEPLOYMENT=official',
+    ]);
+  });
+
+  it('refuses the example JWT secret with a lasting database', async () => {
+    const { code, stderr } = await runNode('dist/main.js', [], { MONGODB_URI: 'mongodb://127.0.0.1:1/chat', JWT_SECRET: EXAMPLE_JWT_SECRET });
+    expect(code).toBe(2);
+    expect(expectProblemLines(stderr, 'chat-gateway')).toEqual([
+      'chat-gateway: JWT_SECRET is the example value from .env.example: choose your own secret for a lasting database or production',
+    ]);
   });
 });

@@ -1,40 +1,99 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
 
 export interface NodeProcess {
   child: ChildProcess;
   /** Everything written to stdout so far. */
   stdout(): string;
-  /** Waits until stdout matches `pattern`; rejects after `timeoutMs` or if the process exits first. */
-  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Everything written to stderr so far. */
+  stderr(): string;
+  /** Waits until the stream (stdout unless told) matches `pattern`; rejects after `timeoutMs` or if the process exits first. */
+  waitFor(pattern: RegExp, options?: { timeoutMs?: number; stream?: 'stdout' | 'stderr' }): Promise<RegExpMatchArray>;
   /** Settles when the process has exited. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export interface SpawnOptions {
+  /** The working directory (where `.env` is read); the project's unless given. */
+  cwd?: string;
 }
 
 /**
  * Runs a built script (`dist/...`) with exactly `env` plus PATH, so the test's own
  * environment (MONGODB_URI, JWT_SECRET, ...) cannot leak in.
  */
-export function spawnNode(script: string, args: string[] = [], env: Record<string, string> = {}): NodeProcess {
-  const child = spawn(process.execPath, [script, ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+export function spawnNode(script: string, args: string[] = [], env: Record<string, string> = {}, options: SpawnOptions = {}): NodeProcess {
+  return watch(
+    script,
+    spawn(process.execPath, [resolve(script), ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      cwd: options.cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
+}
+
+/**
+ * Runs `npm <args>` in the project as a terminal would, in its own process group, so a test can
+ * signal the npm process alone and then check that nothing of the group is left.
+ */
+export function spawnNpm(args: string[], env: Record<string, string> = {}): NodeProcess {
+  return watch(
+    `npm ${args.join(' ')}`,
+    spawn('npm', args, { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true }),
+  );
+}
+
+/** True while any process of the group led by `pid` is alive. */
+export function groupAlive(pid: number): boolean {
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Runs a built command to its end with exactly `env` plus PATH; never rejects. */
+export async function runNode(
+  script: string,
+  args: string[],
+  env: Record<string, string> = {},
+  options: SpawnOptions = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [resolve(script), ...args], {
+      env: { PATH: process.env.PATH!, ...env },
+      cwd: options.cwd,
+      timeout: 30_000,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+function watch(name: string, child: ChildProcess): NodeProcess {
+  const output = { stdout: '', stderr: '' };
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output.stdout += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output.stderr += chunk));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
 
   return {
     child,
-    stdout: () => stdout,
+    stdout: () => output.stdout,
+    stderr: () => output.stderr,
     exited,
-    waitFor(pattern, timeoutMs = 15_000) {
+    waitFor(pattern, { timeoutMs = 20_000, stream = 'stdout' } = {}) {
+      const source = stream === 'stdout' ? child.stdout! : child.stderr!;
       return new Promise((resolve, reject) => {
         const check = () => {
-          const match = pattern.exec(stdout);
+          const match = pattern.exec(output[stream]);
           if (match === null) return false;
           finish();
           resolve(match);
@@ -42,20 +101,20 @@ export function spawnNode(script: string, args: string[] = [], env: Record<strin
         };
         const timer = setTimeout(() => {
           finish();
-          reject(new Error(`${script} did not print ${pattern} within ${timeoutMs} ms; stdout:\n${stdout}\nstderr:\n${stderr}`));
+          reject(new Error(`${name} did not print ${pattern} within ${timeoutMs} ms; stdout:\n${output.stdout}\nstderr:\n${output.stderr}`));
         }, timeoutMs);
         const onExit = () => {
           if (check()) return;
           finish();
-          reject(new Error(`${script} exited before printing ${pattern}; stdout:\n${stdout}\nstderr:\n${stderr}`));
+          reject(new Error(`${name} exited before printing ${pattern}; stdout:\n${output.stdout}\nstderr:\n${output.stderr}`));
         };
         const finish = () => {
           clearTimeout(timer);
-          child.stdout!.off('data', check);
+          source.off('data', check);
           child.off('exit', onExit);
         };
         if (check()) return;
-        child.stdout!.on('data', check);
+        source.on('data', check);
         child.once('exit', onExit);
       });
     },

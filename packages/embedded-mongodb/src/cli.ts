@@ -2,19 +2,20 @@
 import { parseArgs } from 'node:util';
 import { startEmbeddedServer } from './server.js';
 
-const USAGE = `Usage: embedded-mongodb [--port N] [--host H] [--replica-set NAME | --standalone]
+const USAGE = `Usage: embedded-mongodb --port N [--host H] [--replica-set NAME | --standalone]
 
 Runs the embedded MongoDB-compatible engine (in memory; data is lost on exit)
 and prints its connection string once it accepts connections.
 
-  --port N              TCP port (default 27017; 0 picks a free one)
+  --port N              TCP port, required (27017 is MongoDB's usual one; 0 picks a free one)
   --host H              address to listen on (default 127.0.0.1)
   --replica-set NAME    name of the single-member replica set it presents (default rs0)
   --standalone          present a standalone server instead: no change streams, no retryable writes
   --help                this text`;
 
+/** Bad arguments: one line, exit code 2, as every command of the project reports them. */
 function fail(message: string): never {
-  console.error(message);
+  console.error(`embedded-mongodb: ${message}`);
   process.exit(2);
 }
 
@@ -23,7 +24,7 @@ async function main(): Promise<void> {
   try {
     ({ values } = parseArgs({
       options: {
-        port: { type: 'string', default: '27017' },
+        port: { type: 'string' },
         host: { type: 'string', default: '127.0.0.1' },
         'replica-set': { type: 'string', default: 'rs0' },
         standalone: { type: 'boolean', default: false },
@@ -31,15 +32,17 @@ async function main(): Promise<void> {
       },
     }));
   } catch (error) {
-    fail(`${(error as Error).message} (see --help)`);
+    // parseArgs goes on about values starting with '-': its first sentence is the point.
+    fail(`${(error as Error).message.split(/\.\s/)[0]} (see --help)`);
   }
   if (values.help) {
     console.log(USAGE);
     return;
   }
   if (!values.standalone && values['replica-set'].length === 0) fail('--replica-set needs a name (see --help)');
+  if (values.port === undefined) fail('--port is required, e.g. --port 27017 (see --help)');
   const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port must be an integer from 0 to 65535, got "${values.port}"`);
+  if (!/^[0-9]{1,5}$/.test(values.port) || port > 65535) fail(`--port must be a whole number from 0 to 65535, not "${values.port}"`);
 
   const server = await startEmbeddedServer({ host: values.host, port, replicaSet: values.standalone ? false : values['replica-set'] });
   const topology = values.standalone ? 'standalone' : `replica set ${values['replica-set']}`;
@@ -59,6 +62,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error(error instanceof Error ? error.message : error);
+  console.error(`embedded-mongodb: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);
 });
