@@ -295,9 +295,10 @@ export function loadTokenConfig(environment: NodeJS.ProcessEnv = process.env): P
   return { jwtSecret: loadVariables(['JWT_SECRET'], environment).JWT_SECRET };
 }
 
-/** `npm run seed`: only the database. */
-export function loadSeedConfig(environment: NodeJS.ProcessEnv = process.env): Pick<Config, 'mongodbUri'> {
-  return { mongodbUri: loadVariables(['MONGODB_URI'], environment).MONGODB_URI };
+/** `npm run seed`: the database, and the log level. */
+export function loadSeedConfig(environment: NodeJS.ProcessEnv = process.env): Pick<Config, 'mongodbUri' | 'logLevel'> {
+  const env = loadVariables(['MONGODB_URI', 'LOG_LEVEL'], environment);
+  return { mongodbUri: env.MONGODB_URI, logLevel: env.LOG_LEVEL };
 }
 
 /** `npm run sso-stub`: the secret it shares with the gateway, when given. */

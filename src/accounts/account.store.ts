@@ -85,30 +85,56 @@ export class AccountStore {
     return key?.userId ?? null;
   }
 
-  /** Creates or updates a user, setting the balance to the given value. */
-  async upsertUser(user: { id: number; username: string; balanceUnits: number }): Promise<void> {
-    await this.users.updateOne(
-      { id: user.id },
-      { $set: { username: user.username, balanceUnits: user.balanceUnits }, $setOnInsert: { lastConversationId: 0 } },
-      { upsert: true },
+  /** Creates or updates users (by id), setting each balance to the given value. One command per call. */
+  async upsertUsers(users: readonly { id: number; username: string; balanceUnits: number }[]): Promise<void> {
+    if (users.length === 0) return;
+    await this.users.bulkWrite(
+      users.map((user) => ({
+        updateOne: {
+          filter: { id: user.id },
+          update: { $set: { username: user.username, balanceUnits: user.balanceUnits }, $setOnInsert: { lastConversationId: 0 } },
+          upsert: true,
+        },
+      })),
+      { ordered: false },
     );
   }
 
-  async addApiKey(hash: string, userId: number): Promise<void> {
-    await this.apiKeys.updateOne({ hash }, { $set: { userId } }, { upsert: true });
+  async addApiKeys(keys: readonly { hash: string; userId: number }[]): Promise<void> {
+    if (keys.length === 0) return;
+    await this.apiKeys.bulkWrite(
+      keys.map(({ hash, userId }) => ({ updateOne: { filter: { hash }, update: { $set: { userId } }, upsert: true } })),
+      { ordered: false },
+    );
   }
 
-  /** Moves the user's conversation-id sequence to at least `id`. */
-  async reserveConversationIds(userId: number, id: number): Promise<void> {
-    await this.users.updateOne({ id: userId }, { $max: { lastConversationId: id } });
+  /** Moves each user's conversation-id sequence to at least the given id, so ids loaded are never handed out again. */
+  async reserveConversationIds(highestIds: ReadonlyMap<number, number>): Promise<void> {
+    if (highestIds.size === 0) return;
+    await this.users.bulkWrite(
+      [...highestIds].map(([userId, id]) => ({ updateOne: { filter: { id: userId }, update: { $max: { lastConversationId: id } } } })),
+      { ordered: false },
+    );
   }
 
-  /** Takes the next conversation id of a user; a single atomic increment, so ids are never handed out twice. */
-  async nextConversationId(userId: number): Promise<number> {
-    const user = await this.users
-      .findOneAndUpdate({ id: userId }, { $inc: { lastConversationId: 1 } }, { returnDocument: 'after', projection: { lastConversationId: 1 } })
-      .lean();
-    if (!user) throw new Error(`user ${userId} does not exist`);
-    return user.lastConversationId;
+  /** Which of these users have a record. */
+  async existingUserIds(ids: readonly number[]): Promise<Set<number>> {
+    if (ids.length === 0) return new Set();
+    const users = await this.users.find({ id: { $in: ids } }, { _id: 0, id: 1 }).lean();
+    return new Set(users.map((user) => user.id));
+  }
+
+  /** The user id holding each of these usernames, for those taken. */
+  async userIdsByUsername(usernames: readonly string[]): Promise<Map<string, number>> {
+    if (usernames.length === 0) return new Map();
+    const users = await this.users.find({ username: { $in: usernames } }, { _id: 0, id: 1, username: 1 }).lean();
+    return new Map(users.map((user) => [user.username, user.id]));
+  }
+
+  /** The user id owning each of these API key hashes, for those known. */
+  async apiKeyOwners(hashes: readonly string[]): Promise<Map<string, number>> {
+    if (hashes.length === 0) return new Map();
+    const keys = await this.apiKeys.find({ hash: { $in: hashes } }, { _id: 0, hash: 1, userId: 1 }).lean();
+    return new Map(keys.map((key) => [key.hash, key.userId]));
   }
 }

@@ -1,34 +1,45 @@
 import { createAccounts } from '../accounts/index.js';
-import { loadConfig } from '../config.js';
+import { loadSeedConfig } from '../config.js';
 import { createConversations } from '../conversations/index.js';
 import { buildIndexes, connectDatabase } from '../db/database.js';
+import { InvalidInput } from '../invalid-input.js';
 import { createLogger } from '../logger.js';
-import { loadSeed, readSeedFile } from '../seed/seed-file.js';
+import { loadSeed, PROGRESS_EVERY, readSeedFile } from '../seed/seed-file.js';
+import { runCommand } from './command.js';
 
-// npm run seed -- FILE.json: loads a seed file into the database named by MONGODB_URI.
-const [file] = process.argv.slice(2);
-const config = loadConfig();
-if (!file) fail('usage: npm run seed -- FILE.json');
-if (config.mongodbUri === undefined) {
-  fail('MONGODB_URI is not set: name the database to seed (e.g. one started with `npm run embedded-db`)');
-}
-const database = await connectDatabase(config.mongodbUri);
-try {
-  const domains = {
-    accounts: createAccounts(database.connection),
-    conversations: createConversations(database.connection, createLogger(config)),
-  };
-  await buildIndexes(database.connection);
-  const loaded = await loadSeed(domains, await readSeedFile(file));
-  process.stdout.write(`loaded ${loaded.users} users and ${loaded.conversations} conversations from ${file}\n`);
-} catch (error) {
-  process.stderr.write(`seeding failed: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exitCode = 1;
-} finally {
-  await database.close();
-}
+const USAGE = `Usage: npm run seed -- FILE.json
 
-function fail(message: string): never {
-  process.stderr.write(`${message}\n`);
-  process.exit(1);
-}
+Loads a seed file into the database named by MONGODB_URI (from the environment or .env),
+all or nothing: the whole file is checked first, and a file with any problem writes nothing
+and lists every problem as "path: message". Loading the same file again changes nothing.
+The format is in the README ("Seed files"); examples/seed.json is one.
+Progress is printed on stderr every ${PROGRESS_EVERY} records.`;
+
+await runCommand({
+  name: 'seed',
+  usage: USAGE,
+  options: {},
+  positional: 'FILE.json',
+  async run({ positionals: [file] }) {
+    const { mongodbUri, logLevel } = loadSeedConfig();
+    if (mongodbUri === undefined) {
+      throw new InvalidInput(['MONGODB_URI is not set: name the database to seed (e.g. one started with npm run embedded-db)']);
+    }
+    const data = await readSeedFile(file!);
+    const database = await connectDatabase(mongodbUri);
+    try {
+      const domains = {
+        accounts: createAccounts(database.connection),
+        conversations: createConversations(database.connection, createLogger({ logLevel })),
+      };
+      await buildIndexes(database.connection);
+      const loaded = await loadSeed(domains, data, {
+        source: file,
+        onProgress: ({ written, total, perSecond }) => process.stderr.write(`seed: ${written}/${total} records written (${perSecond}/s)\n`),
+      });
+      process.stdout.write(`loaded ${loaded.users} users and ${loaded.conversations} conversations from ${file}\n`);
+    } finally {
+      await database.close();
+    }
+  },
+});

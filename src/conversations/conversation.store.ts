@@ -91,9 +91,13 @@ export class ConversationStore {
       .lean<ConversationRecord>();
   }
 
-  async upsert(conversation: Required<ConversationRecord>): Promise<void> {
-    const { userId, id, ...fields } = conversation;
-    await this.conversations.updateOne({ userId, id }, { $set: fields }, { upsert: true });
+  /** Creates or replaces conversations by (userId, id): one command per call. */
+  async upsertMany(conversations: readonly Required<ConversationRecord>[]): Promise<void> {
+    if (conversations.length === 0) return;
+    await this.conversations.bulkWrite(
+      conversations.map(({ userId, id, ...fields }) => ({ updateOne: { filter: { userId, id }, update: { $set: fields }, upsert: true } })),
+      { ordered: false },
+    );
   }
 }
 

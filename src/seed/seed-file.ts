@@ -1,39 +1,66 @@
 import { readFile } from 'node:fs/promises';
+import { GRAPHQL_MAX_INT as MAX_ID } from 'graphql';
 import { z } from 'zod';
-import { pointsToUnits } from '../accounts/points.js';
 import type { AccountStore } from '../accounts/account.store.js';
-import { hashApiKey, API_KEY_PREFIX } from '../auth/api-key.js';
+import { pointsToUnits, UNITS_PER_POINT } from '../accounts/points.js';
+import { API_KEY_PREFIX, hashApiKey } from '../auth/api-key.js';
 import type { ConversationStore } from '../conversations/conversation.store.js';
+import { InvalidInput } from '../invalid-input.js';
 
-const id = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+/** The largest balance a seed may give: far above any real one, and exact in ten-thousandths. */
+const MAX_QUOTA = 1_000_000_000;
+/** Records written per database command. */
+const BATCH_SIZE = 1_000;
+/** Progress is reported each time this many more records are written. */
+export const PROGRESS_EVERY = 2_000;
 
-const seedSchema = z.object({
-  users: z
-    .array(
-      z.object({
-        id,
-        username: z.string().min(1),
-        quota: z.number().finite().min(0).default(0),
-        apiKeys: z.array(z.string().startsWith(API_KEY_PREFIX).min(12)).default([]),
-      }),
-    )
+/** A missing field is "required"; a field of the wrong type says which type it needs. */
+const typed = (kind: string) => ({ error: (issue: { input: unknown }) => (issue.input === undefined ? 'is required' : `must be ${kind}`) });
+
+const id = z.number(typed('a number')).refine((value) => Number.isInteger(value) && value >= 1 && value <= MAX_ID, `must be an integer from 1 to ${MAX_ID}`);
+const quota = z
+  .number(typed('a number'))
+  .refine((value) => value >= 0 && value <= MAX_QUOTA, `must be from 0 to ${MAX_QUOTA}`)
+  .refine((value) => Math.abs(value * UNITS_PER_POINT - Math.round(value * UNITS_PER_POINT)) < 1e-6, 'must have at most 4 decimal places');
+
+const userSchema = z.strictObject({
+  id,
+  username: z.string(typed('a string')).refine((name) => name.trim() !== '', 'must not be empty'),
+  quota: quota.default(0),
+  apiKeys: z
+    .array(z.string(typed('a string')).refine((key) => key.startsWith(API_KEY_PREFIX) && key.length >= 12, `must start with ${API_KEY_PREFIX} and be 12 characters or more`))
     .default([]),
-  conversations: z
+});
+
+const conversationSchema = z.strictObject({
+  userId: id,
+  id,
+  name: z.string(typed('a string')),
+  model: z.string(typed('a string')),
+  enableWeb: z.boolean(typed('true or false')).default(false),
+  messages: z
     .array(
-      z.object({
-        userId: id,
-        /** Omitted: the next id of the user's sequence. */
-        id: id.optional(),
-        name: z.string(),
-        model: z.string(),
-        enableWeb: z.boolean().default(false),
-        messages: z.array(z.object({ role: z.string().min(1), content: z.string() })).default([]),
+      z.strictObject({
+        role: z.string(typed('a string')).refine((role) => role !== '', 'must not be empty'),
+        content: z.string(typed('a string')),
       }),
     )
     .default([]),
 });
 
-export type SeedData = z.input<typeof seedSchema>;
+const fileSchema = z.strictObject({
+  users: z.array(z.unknown()).default([]),
+  conversations: z.array(z.unknown()).default([]),
+});
+
+/** The seed file's format (CONTRACT §4), as written: optional fields may be left out. */
+export interface SeedData {
+  users?: z.input<typeof userSchema>[];
+  conversations?: z.input<typeof conversationSchema>[];
+}
+
+type SeedUser = z.output<typeof userSchema>;
+type SeedConversation = z.output<typeof conversationSchema>;
 
 /** Where seed data goes: the accounts and conversations domains (`createAccounts`, `createConversations`). */
 export interface SeedTarget {
@@ -41,29 +68,188 @@ export interface SeedTarget {
   conversations: { store: ConversationStore };
 }
 
-export async function readSeedFile(path: string): Promise<SeedData> {
-  return JSON.parse(await readFile(path, 'utf8')) as SeedData;
+export interface SeedProgress {
+  written: number;
+  total: number;
+  /** Records written per second so far. */
+  perSecond: number;
 }
 
+export interface SeedOptions {
+  /** Where the data comes from (a file's name), put before each problem. */
+  source?: string;
+  /** Called every `PROGRESS_EVERY` records written. */
+  onProgress?: (progress: SeedProgress) => void;
+}
+
+/** A seed that cannot be loaded: each problem is `path: message`; nothing was written. */
+export class SeedError extends InvalidInput {}
+
 /**
- * Loads seed data idempotently: users upserted by id (balance set to `quota`),
- * conversations upserted by (userId, id), and each user's id sequence moved
- * past the highest id loaded.
+ * Loads seed data, all or nothing (CONTRACT §4). The whole of it is checked first (types, id
+ * ranges, owners in the data or the database, duplicates in the data and against the database's
+ * unique keys); any problem throws a `SeedError` listing them all, before anything is written.
+ * Then users are upserted by id (balance set to `quota`), API keys by hash, conversations by
+ * (userId, id), and each user's conversation-id sequence moved past the highest id loaded, in
+ * batches. Loading the same data again changes nothing.
  */
-export async function loadSeed({ accounts, conversations }: SeedTarget, data: SeedData): Promise<{ users: number; conversations: number }> {
-  const seed = seedSchema.parse(data);
-  const knownUsers = new Set(seed.users.map((user) => user.id));
-  for (const user of seed.users) {
-    await accounts.store.upsertUser({ id: user.id, username: user.username, balanceUnits: pointsToUnits(user.quota) });
-    for (const key of user.apiKeys) await accounts.store.addApiKey(hashApiKey(key), user.id);
-  }
-  for (const { id: givenId, ...conversation } of seed.conversations) {
-    if (!knownUsers.has(conversation.userId)) {
-      throw new Error(`seed conversation "${conversation.name}" belongs to user ${conversation.userId}, who is not in the file`);
+export async function loadSeed(target: SeedTarget, data: unknown, options: SeedOptions = {}): Promise<{ users: number; conversations: number }> {
+  const { users, conversations } = await checkSeed(target.accounts.store, data).catch((error: unknown) => {
+    const { source } = options;
+    throw error instanceof SeedError && source !== undefined ? new SeedError(error.problems.map((problem) => `${source}: ${problem}`)) : error;
+  });
+  const total = users.length + conversations.length;
+  const started = performance.now();
+  let written = 0;
+  let reported = 0;
+  const wrote = (count: number) => {
+    written += count;
+    if (options.onProgress && written - reported >= PROGRESS_EVERY && written < total) {
+      reported = written - (written % PROGRESS_EVERY);
+      options.onProgress({ written, total, perSecond: Math.round(written / ((performance.now() - started) / 1000)) });
     }
-    const conversationId = givenId ?? (await accounts.store.nextConversationId(conversation.userId));
-    await conversations.store.upsert({ ...conversation, id: conversationId });
-    await accounts.store.reserveConversationIds(conversation.userId, conversationId);
+  };
+
+  for (const batch of batches(users)) {
+    await target.accounts.store.upsertUsers(batch.map((user) => ({ id: user.id, username: user.username, balanceUnits: pointsToUnits(user.quota) })));
+    await target.accounts.store.addApiKeys(batch.flatMap((user) => user.apiKeys.map((key) => ({ hash: hashApiKey(key), userId: user.id }))));
+    wrote(batch.length);
   }
-  return { users: seed.users.length, conversations: seed.conversations.length };
+  const highestIds = new Map<number, number>();
+  for (const batch of batches(conversations)) {
+    await target.conversations.store.upsertMany(batch);
+    for (const { userId, id: conversationId } of batch) highestIds.set(userId, Math.max(highestIds.get(userId) ?? 0, conversationId));
+    wrote(batch.length);
+  }
+  await target.accounts.store.reserveConversationIds(highestIds);
+  return { users: users.length, conversations: conversations.length };
+}
+
+/** Reads a seed file as JSON; a file that cannot be read or parsed is a `SeedError` naming it. */
+export async function readSeedFile(file: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new SeedError([`${file}: cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`]);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new SeedError([`${file}: not valid JSON: ${withLineAndColumn((error as Error).message, text)}`]);
+  }
+}
+
+/** The whole check, in the data and against the database; nothing is written. */
+async function checkSeed(accounts: AccountStore, data: unknown): Promise<{ users: SeedUser[]; conversations: SeedConversation[] }> {
+  const file = fileSchema.safeParse(data);
+  if (!file.success) {
+    const isObject = typeof data === 'object' && data !== null && !Array.isArray(data);
+    const found = data === null ? 'null' : Array.isArray(data) ? 'an array' : typeof data;
+    throw new SeedError(
+      isObject ? file.error.issues.map(describeIssue('')) : [`(file): must be a JSON object with "users" and "conversations" arrays, not ${found}`],
+    );
+  }
+  const problems: string[] = [];
+  const users = validEntries(file.data.users, 'users', userSchema, problems);
+  const conversations = validEntries(file.data.conversations, 'conversations', conversationSchema, problems);
+
+  // Keys are compared wherever they are valid, even in entries with other problems, so that
+  // every problem is told at once.
+  const listedUsers = file.data.users.map((entry, index) => ({ at: `users[${index}]`, id: field(entry, 'id', id), username: field(entry, 'username', userSchema.shape.username) }));
+  const listedKeys = file.data.users.flatMap((entry, index) => {
+    const keys = field(entry, 'apiKeys', z.array(z.unknown()));
+    const owner = field(entry, 'id', id);
+    return (keys ?? []).flatMap((key, keyIndex) =>
+      typeof key === 'string' && key.startsWith(API_KEY_PREFIX) ? [{ at: `users[${index}].apiKeys[${keyIndex}]`, key: hashApiKey(key), owner }] : [],
+    );
+  });
+  const listedConversations = file.data.conversations.map((entry, index) => ({ at: `conversations[${index}]`, userId: field(entry, 'userId', id), id: field(entry, 'id', id) }));
+
+  // Duplicates in the file.
+  const listedUserIds = firstOccurrences(listedUsers.filter((user) => user.id !== undefined).map((user) => ({ at: `${user.at}.id`, key: user.id! })), problems, (key) => `user ${key} is listed twice`);
+  firstOccurrences(listedUsers.filter((user) => user.username !== undefined).map((user) => ({ at: `${user.at}.username`, key: user.username! })), problems, (key) => `"${key}" is listed twice`);
+  firstOccurrences(listedKeys, problems, () => 'this key is listed twice');
+  firstOccurrences(
+    listedConversations.filter((entry) => entry.userId !== undefined && entry.id !== undefined).map((entry) => ({ at: entry.at, key: `${entry.id} of user ${entry.userId}` })),
+    problems,
+    (key) => `conversation ${key} is listed twice`,
+  );
+
+  // Against the database: owners, and the unique keys other users hold there.
+  const ownersElsewhere = [...new Set(listedConversations.flatMap((entry) => (entry.userId === undefined || listedUserIds.has(entry.userId) ? [] : [entry.userId])))];
+  const [existingOwners, usernameOwners, keyOwners] = await Promise.all([
+    accounts.existingUserIds(ownersElsewhere),
+    accounts.userIdsByUsername(listedUsers.flatMap((user) => (user.username === undefined ? [] : [user.username]))),
+    accounts.apiKeyOwners(listedKeys.map(({ key }) => key)),
+  ]);
+  for (const { at, userId } of listedConversations) {
+    if (userId !== undefined && !listedUserIds.has(userId) && !existingOwners.has(userId)) {
+      problems.push(`${at}.userId: user ${userId} is neither in the file nor in the database`);
+    }
+  }
+  for (const { at, id: userId, username } of listedUsers) {
+    const owner = username === undefined ? undefined : usernameOwners.get(username);
+    if (owner !== undefined && owner !== userId) problems.push(`${at}.username: "${username}" belongs to user ${owner} in the database`);
+  }
+  for (const { at, key, owner: userId } of listedKeys) {
+    const owner = keyOwners.get(key);
+    if (owner !== undefined && owner !== userId) problems.push(`${at}: this key belongs to user ${owner} in the database`);
+  }
+
+  if (problems.length > 0) {
+    throw new SeedError([...problems, `${problems.length} problem${problems.length === 1 ? '' : 's'}; nothing was written`]);
+  }
+  return { users, conversations };
+}
+
+/** The entries that match `schema`; every other entry's problems go to `problems`. */
+function validEntries<Output>(entries: unknown[], name: string, schema: z.ZodType<Output>, problems: string[]): Output[] {
+  const valid: Output[] = [];
+  entries.forEach((entry, index) => {
+    const parsed = schema.safeParse(entry);
+    if (parsed.success) valid.push(parsed.data);
+    else problems.push(...parsed.error.issues.map(describeIssue(`${name}[${index}]`)));
+  });
+  return valid;
+}
+
+/** One field of an entry when it is valid on its own, whatever the rest of the entry holds. */
+function field<Output>(entry: unknown, name: string, schema: z.ZodType<Output>): Output | undefined {
+  if (typeof entry !== 'object' || entry === null) return undefined;
+  const parsed = schema.safeParse((entry as Record<string, unknown>)[name]);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** Records a problem for every entry whose key an earlier entry had; returns where each key first appears. */
+function firstOccurrences<Key>(entries: { at: string; key: Key }[], problems: string[], message: (key: Key) => string): Map<Key, string> {
+  const first = new Map<Key, string>();
+  for (const { at, key } of entries) {
+    const earlier = first.get(key);
+    if (earlier === undefined) first.set(key, at);
+    else problems.push(`${at}: ${message(key)} (also ${earlier})`);
+  }
+  return first;
+}
+
+/** A zod issue as `path: message`, e.g. `users[0].quota: must be from 0 to 1000000000`. */
+function describeIssue(prefix: string) {
+  return (issue: z.core.$ZodIssue): string => {
+    const path = issue.path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${String(part)}`)).join('');
+    return `${`${prefix}${path}`.replace(/^\./, '') || '(file)'}: ${issue.message}`;
+  };
+}
+
+/** JSON.parse names a position; people look for a line and a column. */
+function withLineAndColumn(message: string, text: string): string {
+  const position = /at position (\d+)/.exec(message);
+  if (position === null) return message;
+  const before = text.slice(0, Number(position[1]));
+  const line = before.split('\n').length;
+  const column = before.length - before.lastIndexOf('\n');
+  return `${message} (line ${line}, column ${column})`;
+}
+
+function* batches<T>(items: readonly T[]): Generator<T[]> {
+  for (let at = 0; at < items.length; at += BATCH_SIZE) yield items.slice(at, at + BATCH_SIZE);
 }

