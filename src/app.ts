@@ -9,6 +9,7 @@ import type { Database } from './db/database.js';
 import { methodNotAllowed } from './errors.js';
 import { graphqlFailures, legacyFailures, noSuchPath } from './http/failures.js';
 import { healthRoutes } from './http/health.js';
+import type { Shutdown } from './http/lifecycle.js';
 import { BODY_LIMIT_BYTES } from './limits.js';
 import type { Logger } from './logger.js';
 import type { GraphQLLogging } from './observability/graphql-logging.js';
@@ -34,6 +35,8 @@ export interface AppOptions {
   openApi: string;
   /** For readiness. */
   database: Pick<Database, 'ping'>;
+  /** Readiness turns off when a stop begins. */
+  shutdown: Pick<Shutdown, 'stopping'>;
   metrics: GatewayMetrics;
   graphqlLog: GraphQLLogging;
   logger: Logger;
@@ -55,10 +58,10 @@ export function createApp(options: AppOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', options.trustProxy);
-  app.use(securityHeaders, requestLogging(options.logger, { log: true }), metrics.recordRequests);
+  app.use(securityHeaders, requestLogging(options.logger), metrics.recordRequests);
 
   // Probes and scrapes: no credentials, no rate limit, not in the request log.
-  app.use(healthRoutes(options.database));
+  app.use(healthRoutes({ ping: (timeoutMs) => options.database.ping(timeoutMs), unavailable: 'database unavailable' }, options.shutdown));
   app.get('/metrics', metrics.endpoint);
   // Preflights are answered before any limit: they carry no credentials and cost nothing, and a
   // refused preflight would reach the page as a network error, not as a 429 it could wait out.

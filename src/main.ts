@@ -1,24 +1,58 @@
-import { ConfigError, loadConfig } from './config.js';
+import { runCommand, stopOnSignals } from './cli/command.js';
+import { loadConfig, type Config } from './config.js';
+import { describeMongodbUri } from './db/uri.js';
 import { createLogger } from './logger.js';
 import { DEMO_USER_ID } from './seed/demo-data.js';
-import { startService } from './service.js';
+import { startService, type RunningService } from './service.js';
 
-async function main(): Promise<void> {
-  const config = loadConfig();
-  const logger = createLogger(config);
-  const service = await startService(config, logger);
-  const { url, demoToken, embeddedUri } = service;
+const USAGE = `Usage: npm start   (or: node dist/main.js)
 
-  if (embeddedUri) {
-    print(
-      '',
-      '*** No MONGODB_URI: using the embedded MongoDB-compatible engine. ***',
-      `*** Data lives in memory (${embeddedUri}) and is LOST when the process exits. ***`,
+Serves GraphQL at /graphql, the legacy REST endpoints, /openapi.json, /healthz, /readyz
+and /metrics. Configured by environment variables, also read from .env in the working
+directory (variables already set win); .env.example lists every one with its default.
+Without MONGODB_URI it runs the embedded engine in memory, with demo data and a demo token.
+Logs are JSON lines on stdout; the banner and failures to start go to stderr.
+Stops cleanly on SIGTERM or SIGINT (SHUTDOWN_DELAY_MS). Exit codes: 0 stopped,
+1 failed (database unreachable, port in use), 2 bad configuration or seed file.`;
+
+await runCommand({
+  name: 'chat-gateway',
+  usage: USAGE,
+  options: {},
+  async run() {
+    const config = loadConfig();
+    const logger = createLogger(config);
+    const service = await startService(config, logger);
+    const database = service.embeddedUri ? 'embedded engine (in memory, this process only)' : describeMongodbUri(config.mongodbUri!);
+    logger.info(
+      { url: service.url, database, deployment: config.deployment, playground: config.playground, demoToken: service.demoToken },
+      'listening',
     );
-  }
-  print('', `chat-gateway listening on ${url}  (GraphQL and playground: ${url}/graphql, deployment: ${config.deployment})`);
+    process.stderr.write(banner(config, service, database));
+
+    stopOnSignals('chat-gateway', async (signal) => {
+      logger.info({ signal, delayMs: config.shutdownDelayMs }, 'stopping: not ready, still serving until the delay is over');
+      await service.stop();
+      logger.info('stopped');
+    });
+  },
+});
+
+/** For the person who started it, on stderr: stdout holds only JSON log lines. */
+function banner(config: Config, service: RunningService, database: string): string {
+  const { url, demoToken } = service;
+  const lines = [
+    '',
+    `chat-gateway listening on ${url} (deployment: ${config.deployment}${config.production ? ', production' : ''})`,
+    `  GraphQL           ${url}/graphql${config.playground ? '  (playground: open it in a browser)' : ''}`,
+    `  REST              ${url}/conversation/list, /conversation/load, /conversation/delete, /quota, /buy, /package`,
+    `  OpenAPI           ${url}/openapi.json`,
+    `  health, metrics   ${url}/healthz, /readyz, /metrics`,
+    `  database          ${database}`,
+  ];
+  if (service.embeddedUri) lines.push('                    data is LOST when the process exits; set MONGODB_URI for a lasting database');
   if (demoToken) {
-    print(
+    lines.push(
       '',
       `Access token for demo user ${DEMO_USER_ID}${config.jwtSecret ? '' : ' (random signing secret: set JWT_SECRET to keep tokens valid across restarts)'}:`,
       `  ${demoToken}`,
@@ -28,34 +62,5 @@ async function main(): Promise<void> {
       `       -d '{"query":"{ quota conversations(first: 2) { nodes { id name } } }"}' ${url}/graphql`,
     );
   }
-  print('');
-
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'stopping: finishing in-flight requests');
-    try {
-      await service.stop();
-      logger.info('stopped');
-      process.exit(0);
-    } catch (error) {
-      logger.error({ err: error }, 'could not stop cleanly');
-      process.exit(1);
-    }
-  };
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
-}
-
-function print(...lines: string[]): void {
-  process.stdout.write(`${lines.join('\n')}\n`);
-}
-
-try {
-  await main();
-} catch (error) {
-  const reason = error instanceof ConfigError ? error.message : `chat-gateway failed to start: ${String(error)}`;
-  process.stderr.write(`${reason}\n`);
-  process.exit(1);
+  return `${lines.join('\n')}\n\n`;
 }

@@ -11,9 +11,10 @@ import type { Config } from './config.js';
 import type { CreateContext } from './context.js';
 import { createConversations, type Conversations } from './conversations/index.js';
 import { buildIndexes, connectDatabase, type Database } from './db/database.js';
-import { startEmbeddedServer } from '@chat-gateway/embedded-mongodb';
+import { startEmbeddedServer, type EmbeddedServer } from '@chat-gateway/embedded-mongodb';
 import { withDatabaseName } from './db/uri.js';
 import { createApolloServer } from './graphql/apollo.js';
+import { listen, Shutdown, type Scheduler } from './http/lifecycle.js';
 import { buildSchema } from './graphql/schema.js';
 import type { Logger } from './logger.js';
 import { graphqlLogging } from './observability/graphql-logging.js';
@@ -36,6 +37,8 @@ export interface ServiceOptions {
   restRoutes?: RestRoute[];
   /** The time purchases are settled by; the system's unless a test moves it by hand. */
   clock?: Clock;
+  /** Times the shutdown delay; the system's timers unless a test moves time by hand. */
+  scheduler?: Scheduler;
 }
 
 export interface RunningService {
@@ -47,7 +50,10 @@ export interface RunningService {
   embeddedUri: string | undefined;
   /** A token for the demo user, printed at start when tokens are signed with a random secret or demo data was loaded. */
   demoToken: string | undefined;
-  /** Stops accepting, lets in-flight requests finish (bounded), then closes the database. */
+  /**
+   * Stops as CONTRACT §8 says: `/readyz` answers 503 at once while requests are still served for
+   * SHUTDOWN_DELAY_MS, then the port closes, in-flight requests finish (bounded), the database closes.
+   */
   stop(): Promise<void>;
 }
 
@@ -62,8 +68,30 @@ export interface Domains {
 export async function startService(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<RunningService> {
   // Database: the real one, or the embedded engine in this process.
   const embedded = config.mongodbUri === undefined ? await startEmbeddedServer({ host: '127.0.0.1', port: 0 }) : undefined;
-  const database = await connectDatabase(config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME), logger);
+  let database: Database;
+  try {
+    database = await connectDatabase(config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME), logger);
+  } catch (error) {
+    await embedded?.close();
+    throw error;
+  }
+  try {
+    return await serve(config, logger, options, database, embedded);
+  } catch (error) {
+    // Nothing listens: what was opened is closed, so a refused start leaves nothing behind.
+    await database.close();
+    await embedded?.close();
+    throw error;
+  }
+}
 
+async function serve(
+  config: Config,
+  logger: Logger,
+  options: ServiceOptions,
+  database: Database,
+  embedded: EmbeddedServer | undefined,
+): Promise<RunningService> {
   // Domains: each gives its stores, a service per caller and its resolvers.
   const { connection } = database;
   const accounts = createAccounts(connection);
@@ -81,7 +109,10 @@ export async function startService(config: Config, logger: Logger, options: Serv
 
   const loadDemoData = embedded !== undefined && config.seedFile === undefined;
   if (config.seedFile !== undefined) {
-    const loaded = await loadSeed(domains, await readSeedFile(config.seedFile));
+    const loaded = await loadSeed(domains, await readSeedFile(config.seedFile), {
+      source: config.seedFile,
+      onProgress: (progress) => logger.info({ seedFile: config.seedFile, ...progress }, 'seeding'),
+    });
     logger.info({ seedFile: config.seedFile, ...loaded }, 'seed file loaded');
   } else if (loadDemoData) {
     await loadSeed(domains, demoData);
@@ -101,6 +132,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
   const schema = buildSchema([conversations.resolvers, billing.resolvers]);
   const httpServer = createServer({ maxHeaderSize: MAX_HEADER_BYTES });
   const metrics = createMetrics(database, config.metricsToken, billing.official?.metrics);
+  const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
   const graphqlLog = graphqlLogging(logger);
   const apollo = createApolloServer(schema, {
     production: config.production,
@@ -120,6 +152,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
     restRoutes: prepareRoutes(restRoutes, schema),
     openApi: JSON.stringify(openApiDocument(restRoutes, packageVersion, config.restBasePath)),
     database,
+    shutdown,
     metrics,
     graphqlLog,
     logger,
@@ -129,8 +162,8 @@ export async function startService(config: Config, logger: Logger, options: Serv
     // The playground offers the printed demo token, except in production.
     playground: config.playground ? { demoToken: config.production ? undefined : demoToken } : undefined,
   });
-  httpServer.on('request', app).listen(config.port, config.host);
-  await new Promise<void>((resolve, reject) => httpServer.once('listening', resolve).once('error', reject));
+  httpServer.on('request', app);
+  await listen(httpServer, config.port, config.host);
   const { port } = httpServer.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   const settlementSweep = billing.official?.startSweep(config.settlement.intervalMs);
@@ -142,6 +175,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
     embeddedUri: embedded?.uri,
     demoToken,
     async stop() {
+      await shutdown.begin();
       // Drains the HTTP server first (see createApolloServer), then stops GraphQL.
       await apollo.stop();
       metrics.stop();
@@ -152,3 +186,4 @@ export async function startService(config: Config, logger: Logger, options: Serv
     },
   };
 }
+

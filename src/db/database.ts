@@ -1,5 +1,6 @@
 import mongoose, { type Connection } from 'mongoose';
 import type { Logger } from '../logger.js';
+import { describeMongodbUri } from './uri.js';
 
 export interface Database {
   /** Each domain binds its models to it. */
@@ -27,13 +28,23 @@ export async function connectDatabase(uri: string, logger?: Logger): Promise<Dat
     monitorCommands: true,
   });
   let closing = false;
-  // Without an 'error' listener a connection error would crash the process.
-  connection.on('error', (error: unknown) => logger?.error({ err: error }, 'database error'));
+  let connected = false;
+  // Without an 'error' listener a connection error would crash the process. Until the first
+  // connection, failures are the caller's to report (once): the service does not start.
+  connection.on('error', (error: unknown) => {
+    if (connected) logger?.error({ err: error }, 'database error');
+  });
   connection.on('disconnected', () => {
-    if (!closing) logger?.warn('database unreachable: requests needing it fail with 503 until it is back');
+    if (connected && !closing) logger?.warn('database unreachable: requests needing it fail with 503 until it is back');
   });
   connection.on('reconnected', () => logger?.info('database reachable again'));
-  await connection.asPromise();
+  try {
+    await connection.asPromise();
+  } catch (error) {
+    await connection.close().catch(() => undefined);
+    throw new Error(`could not connect to the database at ${describeMongodbUri(uri)}: ${(error as Error).message}`);
+  }
+  connected = true;
   return {
     connection,
     async ping(timeoutMs) {

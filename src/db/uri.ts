@@ -4,3 +4,8 @@ export function withDatabaseName(uri: string, name: string): string {
   url.pathname = `/${name}`;
   return url.toString();
 }
+
+/** The connection string as a banner shows it: without credentials or options. */
+export function describeMongodbUri(uri: string): string {
+  return uri.replace(/^(mongodb(?:\+srv)?:\/\/)[^@/]*@/, '$1').replace(/\?.*$/, '');
+}

@@ -1,25 +1,37 @@
 import { Router } from 'express';
-import type { Database } from '../db/database.js';
+import type { Shutdown } from './lifecycle.js';
 
-/** How long `/readyz` waits for the database's answer to a ping. */
+/** How long `/readyz` waits for its dependency's answer. */
 export const READINESS_TIMEOUT_MS = 1_000;
 
+/** What a server needs in order to serve: the database for the gateway, the upstream for the sidecar. */
+export interface Dependency {
+  /** Resolves when it answers within `timeoutMs`. */
+  ping(timeoutMs: number): Promise<void>;
+  /** `/readyz`'s status when it does not, e.g. `database unavailable`. */
+  unavailable: string;
+}
+
 /**
- * `/healthz`: the process is up and serving (liveness). `/readyz`: the database answers
- * a ping in time (readiness). Neither needs credentials, and neither is cached.
+ * `/healthz`: the process is up and serving (liveness). `/readyz`: the dependency answers in
+ * time and no stop has begun (readiness). Neither needs credentials, and neither is cached.
  */
-export function healthRoutes(database: Pick<Database, 'ping'>): Router {
+export function healthRoutes(dependency: Dependency, shutdown: Pick<Shutdown, 'stopping'>): Router {
   const router = Router();
   router.get('/healthz', (_request, response) => {
     response.set('Cache-Control', 'no-store').json({ status: 'ok' });
   });
   router.get('/readyz', async (_request, response) => {
     response.set('Cache-Control', 'no-store');
+    if (shutdown.stopping) {
+      response.status(503).json({ status: 'stopping' });
+      return;
+    }
     try {
-      await database.ping(READINESS_TIMEOUT_MS);
+      await dependency.ping(READINESS_TIMEOUT_MS);
       response.json({ status: 'ready' });
     } catch {
-      response.status(503).json({ status: 'database unavailable' });
+      response.status(503).json({ status: dependency.unavailable });
     }
   });
   return router;

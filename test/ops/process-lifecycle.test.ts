@@ -1,8 +1,12 @@
 import { execFile } from 'node:child_process';
+import { once } from 'node:events';
 import { request, type IncomingMessage } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnNode, type NodeProcess } from '../support/node-process.js';
+import { startTestDatabase } from '../support/database.js';
+import { TEST_JWT_SECRET } from '../support/gateway.js';
+import { runNode, spawnNode, type NodeProcess } from '../support/node-process.js';
 
 const run = promisify(execFile);
 const curlAvailable = await run('curl', ['--version']).then(() => true, () => false);
@@ -15,9 +19,10 @@ describe('node dist/main.js with no MONGODB_URI', () => {
 
   beforeAll(async () => {
     service = spawnNode('dist/main.js', [], { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' });
-    [, url] = (await service.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/)) as unknown as [string, string];
-    await service.waitFor(/Try:\n(?:.*\n)+?\n/);
-    token = /^ {2}(ey[\w-]+\.[\w-]+\.[\w-]+)$/m.exec(service.stdout())?.[1] ?? '';
+    [, url] = (await service.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/, { stream: 'stderr' })) as unknown as [string, string];
+    await service.waitFor(/Try:\n(?:.*\n)+?\n/, { stream: 'stderr' });
+    await service.waitFor(/"msg":"listening"/);
+    token = /^ {2}(ey[\w-]+\.[\w-]+\.[\w-]+)$/m.exec(service.stderr())?.[1] ?? '';
   });
   afterAll(async () => {
     if (service?.child.exitCode === null) {
@@ -26,14 +31,24 @@ describe('node dist/main.js with no MONGODB_URI', () => {
     }
   });
 
-  it('says it uses the embedded engine and prints a token for the demo user', () => {
-    expect(service.stdout()).toMatch(/No MONGODB_URI: using the embedded MongoDB-compatible engine/);
-    expect(service.stdout()).toMatch(/Access token for demo user 1/);
+  it('says on stdout, as a JSON log line, that it uses the embedded engine, and gives the demo token', () => {
+    const lines = service.stdout().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const listening = lines.find((line) => line.msg === 'listening');
+    expect(listening).toMatchObject({ url, database: 'embedded engine (in memory, this process only)', playground: true });
+    expect(listening?.demoToken).toBe(token);
+  });
+
+  it('prints its banner on stderr, never among the JSON lines of stdout: what is served, the database, a token for the demo user', () => {
+    const banner = service.stderr();
+    expect(banner).toMatch(/GraphQL +http:\/\/127\.0\.0\.1:\d+\/graphql +\(playground/);
+    expect(banner).toMatch(/database +embedded engine \(in memory, this process only\)/);
+    expect(banner).toMatch(/Access token for demo user 1/);
     expect(token).not.toBe('');
+    for (const line of service.stdout().trim().split('\n')) expect(() => JSON.parse(line)).not.toThrow();
   });
 
   it.skipIf(!curlAvailable)('prints curl examples that work as printed', async () => {
-    const examples = /Try:\n((?:.*\n)+?)\n/.exec(service.stdout())![1]!;
+    const examples = /Try:\n((?:.*\n)+?)\n/.exec(service.stderr())![1]!;
     expect(examples.match(/^\s*curl /gm)).toHaveLength(2);
     const { stdout } = await run('sh', ['-c', examples], { timeout: 10_000 });
     expect(stdout).toContain('{"status":true,"message":"","data":[{"id":3,"user_id":1,"name":"News digest"');
@@ -59,7 +74,7 @@ describe('node dist/main.js with no MONGODB_URI', () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
 
     service.child.kill('SIGTERM');
-    await service.waitFor(/"msg":"stopping: finishing in-flight requests"/);
+    await service.waitFor(/"msg":"stopping/);
     await expect(fetch(`${url}/healthz`)).rejects.toThrow();
     expect(service.child.exitCode).toBeNull();
 
@@ -69,5 +84,48 @@ describe('node dist/main.js with no MONGODB_URI', () => {
     expect(await service.exited).toEqual({ code: 0, signal: null });
     expect(performance.now() - finishedAt).toBeLessThan(3_000);
     expect(service.stdout()).toMatch(/"msg":"stopped"/);
+  });
+});
+
+describe('node dist/main.js with MONGODB_URI', () => {
+  it('refuses to start, in one line naming the database without its credentials, when the database does not answer', async () => {
+    const closed = createServer().listen(0, '127.0.0.1');
+    await once(closed, 'listening');
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    const { code, stdout, stderr } = await runNode('dist/main.js', [], {
+      MONGODB_URI: `mongodb://admin:hunter2@127.0.0.1:${port}/chat?authSource=admin`,
+      JWT_SECRET: TEST_JWT_SECRET,
+      PORT: '0',
+    });
+    expect(code).toBe(1);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(new RegExp(`^chat-gateway: could not connect to the database at mongodb://127\\.0\\.0\\.1:${port}/chat: connect ECONNREFUSED[^\\n]*\\n$`));
+    expect(stderr).not.toContain('hunter2');
+  });
+
+  it('names the database and serves no playground in production, as its banner and log say', async () => {
+    const database = await startTestDatabase();
+    const service = spawnNode('dist/main.js', [], {
+      MONGODB_URI: database.uri,
+      JWT_SECRET: TEST_JWT_SECRET,
+      NODE_ENV: 'production',
+      PORT: '0',
+      HOST: '127.0.0.1',
+    });
+    try {
+      const [, url] = (await service.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/, { stream: 'stderr' })) as unknown as [string, string];
+      const shown = database.uri.replace(/\?.*$/, '');
+      expect(service.stderr()).toMatch(new RegExp(`database +${shown.replaceAll('.', '\\.')}\\n`));
+      expect(service.stderr()).not.toMatch(/playground|token/i);
+      const [logLine] = await service.waitFor(/^\{.*"msg":"listening".*\}$/m);
+      expect(JSON.parse(logLine)).toMatchObject({ msg: 'listening', url, database: shown, playground: false });
+      const page = await fetch(`${url}/graphql`, { headers: { accept: 'text/html' } });
+      expect(page.headers.get('content-type')).not.toMatch(/text\/html/);
+    } finally {
+      service.child.kill('SIGTERM');
+      await service.exited;
+      await database.stop();
+    }
   });
 });

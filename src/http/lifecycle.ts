@@ -1,0 +1,76 @@
+import type { Server, ServerResponse } from 'node:http';
+
+/** Runs a callback after a delay; tests pass one they move by hand. */
+export interface Scheduler {
+  schedule(callback: () => unknown, delayMs: number): () => void;
+}
+
+export const systemScheduler: Scheduler = {
+  schedule(callback, delayMs) {
+    const timer = setTimeout(callback, delayMs);
+    return () => clearTimeout(timer);
+  },
+};
+
+/** Busy connections still open this long after a drain began are cut (Apollo Server's drain allows the same). */
+const DRAIN_GRACE_MS = 10_000;
+
+/**
+ * A server's stop as orchestrators expect it (CONTRACT §8): `/readyz` answers 503 from the
+ * moment it begins, while requests are still served for `delayMs`, so that load balancers stop
+ * sending before the port closes. Then the caller closes the port and its resources.
+ */
+export class Shutdown {
+  stopping = false;
+
+  constructor(
+    private readonly delayMs: number,
+    private readonly scheduler: Scheduler = systemScheduler,
+  ) {}
+
+  /** Turns readiness off and resolves once the delay is over. */
+  async begin(): Promise<void> {
+    this.stopping = true;
+    await new Promise<void>((resolve) => this.scheduler.schedule(resolve, this.delayMs));
+  }
+}
+
+/**
+ * Lets a server stop without cutting a request: `drain()` stops accepting, closes idle
+ * keep-alive connections at once and each busy one after its response, and resolves when the
+ * last one is closed (busy ones are cut after ten seconds). For servers that Apollo Server does
+ * not drain itself.
+ */
+export function drainable(server: Server): { drain(): Promise<void> } {
+  const answering = new Set<ServerResponse>();
+  let draining = false;
+  server.on('request', (_request, response: ServerResponse) => {
+    if (draining) response.shouldKeepAlive = false;
+    answering.add(response);
+    response.once('close', () => {
+      answering.delete(response);
+      if (draining) server.closeIdleConnections();
+    });
+  });
+  return {
+    drain() {
+      draining = true;
+      // Responses not started yet end with `Connection: close`; those under way close after their end.
+      for (const response of answering) if (!response.headersSent) response.shouldKeepAlive = false;
+      const closed = new Promise<void>((resolve, reject) => server.close((error) => (error ? reject(error) : resolve())));
+      server.closeIdleConnections();
+      const cut = setTimeout(() => server.closeAllConnections(), DRAIN_GRACE_MS).unref();
+      return closed.finally(() => clearTimeout(cut));
+    },
+  };
+}
+
+/** Listens, or fails with one sentence (a port in use is the usual reason). */
+export async function listen(server: Server, port: number, host: string): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(error.code === 'EADDRINUSE' ? new Error(`port ${port} on ${host} is already in use`) : error),
+    );
+    server.listen(port, host, resolve);
+  });
+}
