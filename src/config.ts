@@ -308,7 +308,7 @@ export function loadSsoStubConfig(environment: NodeJS.ProcessEnv = process.env):
 
 export type SidecarConfig = Pick<
   Config,
-  'port' | 'host' | 'production' | 'logLevel' | 'metricsToken' | 'trustProxy' | 'shutdownDelayMs'
+  'port' | 'host' | 'production' | 'logLevel' | 'metricsToken' | 'trustProxy' | 'corsOrigins' | 'restBasePath' | 'shutdownDelayMs'
 >;
 
 /**
@@ -319,7 +319,8 @@ export function loadSidecarConfig(
   flags: { port?: string; host?: string } = {},
   environment: NodeJS.ProcessEnv = process.env,
 ): SidecarConfig {
-  const env = loadVariables(['PORT', 'HOST', 'NODE_ENV', 'LOG_LEVEL', 'METRICS_TOKEN', 'TRUST_PROXY', 'SHUTDOWN_DELAY_MS'], {
+  const names = ['PORT', 'HOST', 'NODE_ENV', 'LOG_LEVEL', 'METRICS_TOKEN', 'TRUST_PROXY', 'CORS_ORIGINS', 'REST_BASE_PATH', 'SHUTDOWN_DELAY_MS'] as const;
+  const env = loadVariables(names, {
     ...environment,
     ...(flags.port !== undefined && { PORT: flags.port }),
     ...(flags.host !== undefined && { HOST: flags.host }),
@@ -332,6 +333,8 @@ export function loadSidecarConfig(
     logLevel: env.LOG_LEVEL,
     metricsToken: env.METRICS_TOKEN,
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    corsOrigins: env.CORS_ORIGINS,
+    restBasePath: env.REST_BASE_PATH,
     shutdownDelayMs: shutdownDelayMs(env.SHUTDOWN_DELAY_MS, production),
   };
 }

@@ -131,7 +131,7 @@ async function serve(
   // GraphQL: one schema and one Apollo Server, for /graphql and the REST layer alike.
   const schema = buildSchema([conversations.resolvers, billing.resolvers]);
   const httpServer = createServer({ maxHeaderSize: MAX_HEADER_BYTES });
-  const metrics = createMetrics(database, config.metricsToken, billing.official?.metrics);
+  const metrics = createMetrics(config.metricsToken, database, billing.official?.metrics);
   const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
   const graphqlLog = graphqlLogging(logger);
   const apollo = createApolloServer(schema, {

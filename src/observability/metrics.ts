@@ -24,10 +24,11 @@ export interface GatewayMetrics {
 /**
  * One registry per gateway, not prom-client's global one, so several gateways can share a process.
  * `domainMetrics` are those a domain defines for itself (the purchases of the official deployment).
+ * Without a database (the sidecar), no database metrics.
  */
 export function createMetrics(
-  database: Pick<Database, 'connection' | 'ping'>,
   token: string | undefined,
+  database?: Pick<Database, 'connection' | 'ping'>,
   domainMetrics: readonly Metric[] = [],
 ): GatewayMetrics {
   const registry = new Registry();
@@ -38,6 +39,6 @@ export function createMetrics(
     graphqlPlugin: graphqlMetrics(registry),
     observeExecution: graphqlExecutionMetrics(registry),
     endpoint: metricsEndpoint(registry, token),
-    stop: databaseMetrics(registry, database, database.connection.getClient()),
+    stop: database === undefined ? () => undefined : databaseMetrics(registry, database, database.connection.getClient()),
   };
 }

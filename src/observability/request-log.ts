@@ -12,11 +12,11 @@ const UNLOGGED_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
  * Gives every request an id (the caller's `X-Request-Id` or a new one), echoed in the
- * response and bound to `request.log`, and, with `log`, writes one line per request: id,
- * caller, route (and GraphQL operation), status, duration. Deliberately nothing from
- * headers, query strings or bodies: no credentials or contents reach the log.
+ * response and bound to `request.log`, and writes one line per request: id, caller, route
+ * (and GraphQL operation), status, duration. Deliberately nothing from headers, query
+ * strings or bodies: no credentials or contents reach the log.
  */
-export function requestLogging(logger: Logger, { log }: { log: boolean }): HttpLogger {
+export function requestLogging(logger: Logger): HttpLogger {
   return pinoHttp({
     logger,
     genReqId(request, response) {
@@ -28,7 +28,6 @@ export function requestLogging(logger: Logger, { log }: { log: boolean }): HttpL
     customAttributeKeys: { reqId: 'requestId' },
     quietReqLogger: true,
     quietResLogger: true,
-    autoLogging: log,
     customLogLevel: (request, response, error) => {
       if (UNLOGGED_ROUTES.has(routePattern(request as Request))) return 'silent';
       return error || response.statusCode >= 500 ? 'error' : 'info';

@@ -10,6 +10,35 @@ import {
 const CONFIRM_CALLER = { text: 'query ConfirmCaller { __typename }', name: 'ConfirmCaller' };
 
 /**
+ * Resolves when `upstream` answers a GraphQL request (`{ __typename }`, without credentials)
+ * with a GraphQL response within `timeoutMs`; a refusal of the missing credentials counts,
+ * since only a GraphQL endpoint words it so. Rejects with a sentence saying what it got instead.
+ */
+export async function probeUpstream(upstream: URL, timeoutMs: number): Promise<void> {
+  let response: Response;
+  try {
+    response = await fetch(upstream, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ __typename }' }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+  } catch (error) {
+    const reason = (error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message;
+    throw new Error(`upstream ${upstream.href} did not answer within ${timeoutMs} ms (${reason})`);
+  }
+  const body: unknown = await response.json().catch(() => undefined);
+  if (!isGraphQLResponse(body)) {
+    const hint = upstream.pathname.endsWith('/graphql') ? '' : ': is /graphql missing from the URL?';
+    throw new Error(`upstream ${upstream.href} answered HTTP ${response.status} without a GraphQL response${hint}`);
+  }
+}
+
+function isGraphQLResponse(body: unknown): body is OperationResult {
+  return typeof body === 'object' && body !== null && ('data' in body || Array.isArray((body as { errors?: unknown }).errors));
+}
+
+/**
  * Sidecar mode: forwards each operation to a remote GraphQL endpoint with the caller's
  * `Authorization`, the request id (one id across both logs) and the client's address
  * (`X-Forwarded-For`, for the gateway's per-address limit when it trusts this proxy).
@@ -38,8 +67,8 @@ export function remoteExecutor(upstream: URL, timeoutMs: number): OperationExecu
     }
     if (response.status === 401) return UNAUTHORIZED;
     try {
-      const body = (await response.json()) as OperationResult;
-      if (typeof body !== 'object' || body === null || (!('data' in body) && !('errors' in body))) throw new Error('not a GraphQL response');
+      const body: unknown = await response.json();
+      if (!isGraphQLResponse(body)) throw new Error('not a GraphQL response');
       return body;
     } catch (error) {
       throw upstreamUnavailable(`upstream ${upstream.origin} answered ${response.status} without a GraphQL body`, error);

@@ -1,47 +1,86 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import express, { type Express } from 'express';
-import type { TrustProxy } from '../config.js';
+import type { SidecarConfig } from '../config.js';
 import { buildSchema } from '../graphql/schema.js';
 import { legacyFailures, noSuchPath } from '../http/failures.js';
+import { healthRoutes } from '../http/health.js';
+import { drainable, listen, Shutdown, type Scheduler } from '../http/lifecycle.js';
 import type { Logger } from '../logger.js';
+import { createMetrics, type GatewayMetrics } from '../observability/metrics.js';
 import { requestLogging } from '../observability/request-log.js';
 import { crossOrigin } from '../security/cross-origin.js';
 import { securityHeaders } from '../security/http-headers.js';
+import { packageVersion } from '../version.js';
 import { prepareRoutes } from './executor.js';
 import { legacyEndpoints } from './legacy-router.js';
-import { remoteExecutor } from './remote-executor.js';
+import { openApiDocument } from './openapi.js';
+import { probeUpstream, remoteExecutor } from './remote-executor.js';
 import { legacyRoutes } from './routes.js';
 
 export interface SidecarOptions {
+  config: SidecarConfig;
   /** The GraphQL endpoint of a gateway, e.g. http://10.0.0.5:4000/graphql */
   upstream: URL;
   /** How long to wait for the upstream before answering 503. */
   timeoutMs: number;
   logger: Logger;
-  /** Express's `trust proxy`: which proxies in front may name the client's address. */
-  trustProxy: TrustProxy;
-  /** Browser origins allowed to call the endpoints (CORS); empty, none. */
-  corsOrigins: readonly string[];
-  /** Where the endpoints are served besides the root, e.g. `/api`. */
-  basePath: string | undefined;
+  /** Times the shutdown delay; the system's timers unless a test moves time by hand. */
+  scheduler?: Scheduler;
 }
 
-/** The legacy REST layer alone, in front of a remote GraphQL endpoint: same table, same bodies. */
-export function createSidecarApp(options: SidecarOptions): Express {
+export interface RunningSidecar {
+  /** Base URL reachable from this machine. */
+  url: string;
+  /** As the gateway's (CONTRACT §8): not ready at once, serving until the delay is over, then drained. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The legacy REST layer alone, in front of a remote GraphQL endpoint: same table, same bodies.
+ * The upstream must answer GraphQL before anything listens.
+ */
+export async function startSidecar(options: SidecarOptions): Promise<RunningSidecar> {
+  const { config, upstream, timeoutMs, logger } = options;
+  await probeUpstream(upstream, timeoutMs);
+  const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
+  const metrics = createMetrics(config.metricsToken);
+  const app = sidecarApp(options, shutdown, metrics);
+  const server = createServer(app);
+  const { drain } = drainable(server);
+  await listen(server, config.port, config.host);
+  const { port } = server.address() as AddressInfo;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  return {
+    url: `http://${host}:${port}`,
+    async stop() {
+      await shutdown.begin();
+      await drain();
+      metrics.stop();
+    },
+  };
+}
+
+function sidecarApp(options: SidecarOptions, shutdown: Shutdown, metrics: GatewayMetrics): Express {
+  const { upstream, timeoutMs } = options;
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', options.trustProxy);
-  // Request ids (forwarded upstream, so one id runs through both logs); the gateway logs the requests.
-  app.use(securityHeaders, requestLogging(options.logger, { log: false }));
-  app.get('/healthz', (_request, response) => {
-    response.json({ status: 'ok' });
+  app.set('trust proxy', options.config.trustProxy);
+  // Request ids are forwarded upstream, so one id runs through both logs.
+  app.use(securityHeaders, requestLogging(options.logger), metrics.recordRequests);
+  app.use(healthRoutes({ ping: (ms) => probeUpstream(upstream, ms), unavailable: 'upstream unavailable' }, shutdown));
+  app.get('/metrics', metrics.endpoint);
+  app.use(crossOrigin(options.config.corsOrigins));
+  const openApi = JSON.stringify(openApiDocument(legacyRoutes, packageVersion, options.config.restBasePath));
+  app.get('/openapi.json', (_request, response) => {
+    response.type('application/json').send(openApi);
   });
-  app.use(crossOrigin(options.corsOrigins));
   // The gateway limits callers itself, and its refusals are answered like local ones.
   const routes = prepareRoutes(legacyRoutes, buildSchema());
   app.use(
-    ...legacyEndpoints(routes, remoteExecutor(options.upstream, options.timeoutMs), {
+    ...legacyEndpoints(routes, remoteExecutor(upstream, timeoutMs), {
       afterAuthentication: [],
-      basePath: options.basePath,
+      basePath: options.config.restBasePath,
     }),
   );
   app.use(noSuchPath, legacyFailures('error'));

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
-import { startTestSidecar, type TestSidecar } from '../support/sidecar.js';
+import type { RunningSidecar } from '../../src/rest/sidecar.js';
+import { startTestSidecar } from '../support/sidecar.js';
 
 const ALICE = 1;
 const BOB = 2;
@@ -57,7 +58,7 @@ interface Answer {
 /** Runs the same expectations against the built-in layer and against the sidecar in front of a gateway. */
 describe.each(['in-process', 'sidecar'] as const)('legacy REST endpoints (%s)', (mode) => {
   let gateway: TestGateway;
-  let sidecar: TestSidecar | undefined;
+  let sidecar: RunningSidecar | undefined;
   let base: string;
   const tokens: Record<number, string> = {};
 

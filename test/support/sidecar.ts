@@ -1,36 +1,31 @@
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createLogger } from '../../src/logger.js';
-import { createSidecarApp } from '../../src/rest/sidecar.js';
+import { loadSidecarConfig } from '../../src/config.js';
+import type { Scheduler } from '../../src/http/lifecycle.js';
+import { createLogger, type Logger } from '../../src/logger.js';
+import { startSidecar, type RunningSidecar } from '../../src/rest/sidecar.js';
 
-export interface TestSidecar {
-  url: string;
-  stop(): Promise<void>;
-}
+export type TestSidecar = RunningSidecar;
 
 /** The REST layer as a separate HTTP server in front of `upstream`, on 127.0.0.1. */
 export async function startTestSidecar(
   upstream: string,
-  options: { timeoutMs?: number; corsOrigins?: string[]; basePath?: string } = {},
-): Promise<TestSidecar> {
-  const app = createSidecarApp({
+  options: {
+    timeoutMs?: number;
+    corsOrigins?: string[];
+    basePath?: string;
+    logger?: Logger;
+    scheduler?: Scheduler;
+    environment?: Record<string, string>;
+  } = {},
+): Promise<RunningSidecar> {
+  return startSidecar({
+    config: {
+      ...loadSidecarConfig({}, { PORT: '0', HOST: '127.0.0.1', ...options.environment }),
+      corsOrigins: options.corsOrigins ?? [],
+      restBasePath: options.basePath,
+    },
     upstream: new URL(upstream),
     timeoutMs: options.timeoutMs ?? 5_000,
-    trustProxy: false,
-    corsOrigins: options.corsOrigins ?? [],
-    basePath: options.basePath,
-    logger: createLogger({ logLevel: 'silent' }),
+    logger: options.logger ?? createLogger({ logLevel: 'silent' }),
+    scheduler: options.scheduler,
   });
-  const server: Server = await new Promise((resolve) => {
-    const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
 }
