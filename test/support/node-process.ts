@@ -80,8 +80,9 @@ function watch(name: string, child: ChildProcess): NodeProcess {
   const output = { stdout: '', stderr: '' };
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output.stdout += chunk));
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output.stderr += chunk));
+  // 'close' rather than 'exit': by then everything the process wrote has been read.
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
+    child.once('close', (code, signal) => resolve({ code, signal })),
   );
 
   return {
@@ -111,11 +112,11 @@ function watch(name: string, child: ChildProcess): NodeProcess {
         const finish = () => {
           clearTimeout(timer);
           source.off('data', check);
-          child.off('exit', onExit);
+          child.off('close', onExit);
         };
         if (check()) return;
         source.on('data', check);
-        child.once('exit', onExit);
+        child.once('close', onExit);
       });
     },
   };
