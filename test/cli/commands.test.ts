@@ -96,6 +96,15 @@ describe('npm run token', () => {
   });
 });
 
+describe('npm run embedded-db', () => {
+  it('needs --port rather than taking 27017 silently', async () => {
+    const { code, stdout, stderr } = await runNode('dist/cli/embedded-db.js', []);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(expectProblemLines(stderr, 'embedded-db')).toEqual(['embedded-db: --port is required, e.g. --port 27017 (see --help)']);
+  });
+});
+
 describe('configuration', () => {
   it('stops the gateway before listening with one line per problem and exit code 2', async () => {
     const { code, stdout, stderr } = await runNode('dist/main.js', [], {

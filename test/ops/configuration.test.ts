@@ -1,0 +1,60 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { EXAMPLE_JWT_SECRET, loadConfig, loadSidecarConfig, VARIABLE_NAMES } from '../../src/config.js';
+
+/** `.env.example` as `NAME=value` entries, each with the comment lines just above it. */
+function exampleEntries(): { name: string; value: string; comment: string }[] {
+  const entries: { name: string; value: string; comment: string }[] = [];
+  let comment: string[] = [];
+  for (const line of readFileSync('.env.example', 'utf8').split('\n')) {
+    if (line.startsWith('#')) comment.push(line);
+    else if (line.trim() === '') comment = [];
+    else {
+      const [, name, value] = /^([A-Z_]+)=(.*)$/.exec(line)!;
+      entries.push({ name: name!, value: value!, comment: comment.join('\n') });
+    }
+  }
+  return entries;
+}
+
+describe('.env.example', () => {
+  it('lists every variable the service reads, once, each with a line saying what it means', () => {
+    const entries = exampleEntries();
+    expect(entries.map(({ name }) => name).sort()).toEqual([...VARIABLE_NAMES].sort());
+    // SSO_URL and SSO_SECRET share one comment, as SSO_TIMEOUT_MS and SSO_ATTEMPTS do.
+    for (const { name, comment } of entries) if (!['SSO_SECRET', 'SSO_ATTEMPTS'].includes(name)) expect(comment, name).toMatch(/^# \S/);
+  });
+
+  it('gives each variable its default (an empty value is unset), so a copy changes nothing but JWT_SECRET', () => {
+    const defaults = loadConfig({});
+    for (const { name, value } of exampleEntries()) {
+      if (name === 'JWT_SECRET') expect(value).toBe(EXAMPLE_JWT_SECRET);
+      else expect(loadConfig({ [name]: value }), name).toEqual(defaults);
+    }
+  });
+
+  it('has a JWT_SECRET good for the embedded engine only, refused with MONGODB_URI or in production', () => {
+    expect(loadConfig({ JWT_SECRET: EXAMPLE_JWT_SECRET }).jwtSecret).toBe(EXAMPLE_JWT_SECRET);
+    for (const more of [{ MONGODB_URI: 'mongodb://db.example.com/chat' }, { NODE_ENV: 'production' }]) {
+      expect(() => loadConfig({ JWT_SECRET: EXAMPLE_JWT_SECRET, ...more })).toThrow(/JWT_SECRET is the example value from \.env\.example/);
+    }
+  });
+});
+
+describe('SHUTDOWN_DELAY_MS', () => {
+  it('is 5000 in production and 0 elsewhere unless given, for the gateway and the sidecar alike', () => {
+    expect(loadConfig({}).shutdownDelayMs).toBe(0);
+    expect(loadConfig({ NODE_ENV: 'production' }).shutdownDelayMs).toBe(5_000);
+    expect(loadConfig({ NODE_ENV: 'production', SHUTDOWN_DELAY_MS: '250' }).shutdownDelayMs).toBe(250);
+    expect(loadSidecarConfig({}, { NODE_ENV: 'production' }).shutdownDelayMs).toBe(5_000);
+    expect(() => loadConfig({ SHUTDOWN_DELAY_MS: 'soon' })).toThrow('SHUTDOWN_DELAY_MS must be a whole number from 0 to 600000');
+  });
+});
+
+describe('the sidecar’s HOST and PORT', () => {
+  it('have the gateway’s defaults, and its flags win over the variables', () => {
+    const gateway = loadConfig({});
+    expect(loadSidecarConfig({}, {})).toMatchObject({ host: gateway.host, port: gateway.port });
+    expect(loadSidecarConfig({ port: '8080', host: '127.0.0.1' }, { PORT: '9000', HOST: '10.0.0.1' })).toMatchObject({ host: '127.0.0.1', port: 8080 });
+  });
+});
