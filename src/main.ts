@@ -23,7 +23,7 @@ await runCommand({
     const config = loadConfig();
     const logger = createLogger(config);
     const service = await startService(config, logger);
-    const database = service.embeddedUri ? 'embedded engine (in memory, this process only)' : describeMongodbUri(config.mongodbUri!);
+    const database = service.embeddedUri ? 'embedded engine (in memory, in this process)' : describeMongodbUri(config.mongodbUri!);
     logger.info(
       { url: service.url, database, deployment: config.deployment, playground: config.playground, demoToken: service.demoToken },
       'listening',
@@ -45,9 +45,10 @@ function banner(config: Config, service: RunningService, database: string): stri
     '',
     `chat-gateway listening on ${url} (deployment: ${config.deployment}${config.production ? ', production' : ''})`,
     `  GraphQL           ${url}/graphql${config.playground ? '  (playground: open it in a browser)' : ''}`,
-    `  REST              ${url}/conversation/list, /conversation/load, /conversation/delete, /quota, /buy, /package`,
+    `  REST              ${url}/conversation/list, /conversation/load, /conversation/delete, /quota, /buy, /package` +
+      (config.deployment === 'official' ? '' : ' (buy and package: not available on community)'),
     `  OpenAPI           ${url}/openapi.json`,
-    `  health, metrics   ${url}/healthz, /readyz, /metrics`,
+    `  health, metrics   ${url}/healthz, /readyz, /metrics${config.metricsToken ? ' (with the bearer METRICS_TOKEN)' : ''}`,
     `  database          ${database}`,
   ];
   if (service.embeddedUri) lines.push('                    data is LOST when the process exits; set MONGODB_URI for a lasting database');

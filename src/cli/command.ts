@@ -73,13 +73,15 @@ export function stopOnSignals(name: string, stop: (signal: NodeJS.Signals) => Pr
   process.on('SIGINT', onSignal);
 }
 
-/** Reports an error as the command's one-line messages and exits. */
-export function exitWith(name: string, error: unknown, code?: number): never {
-  const invalidInput = error instanceof InvalidInput || isParseArgsError(error);
+/** Reports an error as the command's one-line messages and exits: 2 for what the user gave, else 1. */
+function exitWith(name: string, error: unknown, code?: number): never {
+  let lines = [messageOf(error)];
+  let exitCode = EXIT_FAILURE;
+  if (error instanceof InvalidInput) [lines, exitCode] = [error.problems, EXIT_INVALID_INPUT];
   // parseArgs explains at length how to pass a value starting with '-': its first sentence is the point.
-  const lines = error instanceof InvalidInput ? error.problems : isParseArgsError(error) ? [`${firstSentence(messageOf(error))} (see --help)`] : [messageOf(error)];
+  else if (isParseArgsError(error)) [lines, exitCode] = [[`${firstSentence(lines[0]!)} (see --help)`], EXIT_INVALID_INPUT];
   for (const line of lines) process.stderr.write(`${name}: ${line}\n`);
-  process.exit(code ?? (invalidInput ? EXIT_INVALID_INPUT : EXIT_FAILURE));
+  process.exit(code ?? exitCode);
 }
 
 function isParseArgsError(error: unknown): boolean {

@@ -19,7 +19,7 @@ interface Running {
 
 const children = new Set<ChildProcess>();
 
-/** Starts `node dist/<script>` and waits for a stdout line matching `ready`; its first group is the address. */
+/** Starts `node dist/<script>` and waits for output (stdout or stderr) matching `ready`; its first group is the address. */
 async function run(script: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<Running> {
   const child = spawn(process.execPath, [script, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
@@ -36,7 +36,7 @@ async function run(script: string, args: string[], env: Record<string, string>, 
       }
     };
     child.stdout!.on('data', seen);
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', seen);
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`${script} exited with ${code}:\n${output}`));

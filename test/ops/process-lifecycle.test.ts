@@ -34,14 +34,14 @@ describe('node dist/main.js with no MONGODB_URI', () => {
   it('says on stdout, as a JSON log line, that it uses the embedded engine, and gives the demo token', () => {
     const lines = service.stdout().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
     const listening = lines.find((line) => line.msg === 'listening');
-    expect(listening).toMatchObject({ url, database: 'embedded engine (in memory, this process only)', playground: true });
+    expect(listening).toMatchObject({ url, database: 'embedded engine (in memory, in this process)', playground: true });
     expect(listening?.demoToken).toBe(token);
   });
 
   it('prints its banner on stderr, never among the JSON lines of stdout: what is served, the database, a token for the demo user', () => {
     const banner = service.stderr();
     expect(banner).toMatch(/GraphQL +http:\/\/127\.0\.0\.1:\d+\/graphql +\(playground/);
-    expect(banner).toMatch(/database +embedded engine \(in memory, this process only\)/);
+    expect(banner).toMatch(/database +embedded engine \(in memory, in this process\)/);
     expect(banner).toMatch(/Access token for demo user 1/);
     expect(token).not.toBe('');
     for (const line of service.stdout().trim().split('\n')) expect(() => JSON.parse(line)).not.toThrow();
