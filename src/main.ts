@@ -52,6 +52,9 @@ function banner(config: Config, service: RunningService, database: string): stri
     `  database          ${database}`,
   ];
   if (service.embeddedUri) lines.push('                    data is LOST when the process exits; set MONGODB_URI for a lasting database');
+  if (!demoToken && !config.jwtSecret) {
+    lines.push('', 'Tokens are signed with a secret made for this process: set JWT_SECRET to sign your own (npm run token).');
+  }
   if (demoToken) {
     lines.push(
       '',

@@ -48,7 +48,7 @@ export interface RunningService {
   domains: Domains;
   /** The embedded engine's address, when no MONGODB_URI was given. */
   embeddedUri: string | undefined;
-  /** A token for the demo user, printed at start when tokens are signed with a random secret or demo data was loaded. */
+  /** A token for the demo user, only while the demo data is loaded (embedded engine, no SEED_FILE). */
   demoToken: string | undefined;
   /**
    * Stops as CONTRACT §8 says: `/readyz` answers 503 at once while requests are still served for
@@ -119,7 +119,8 @@ async function serve(
   }
 
   const tokenKey = secretKey(config.jwtSecret ?? randomBytes(32).toString('base64url'));
-  const demoToken = config.jwtSecret === undefined || loadDemoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
+  // The demo user exists only in the demo data (CONTRACT §8): a seed file has users of its own.
+  const demoToken = loadDemoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
   const authenticator = new Authenticator(tokenKey, accounts.store);
   const createContext: CreateContext = (caller, requestId) => ({
     caller,

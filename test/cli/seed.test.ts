@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { MongoClient, type Db } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestDatabase, type TestDatabase } from '../support/database.js';
-import { runNode } from '../support/node-process.js';
+import { runNode, spawnNode } from '../support/node-process.js';
 
 let database: TestDatabase;
 let client: MongoClient;
@@ -162,6 +162,20 @@ describe('npm run seed', () => {
         .join(''),
     );
     expect(await db.collection('users').countDocuments({ id: 61 })).toBe(0);
+  });
+
+  it('replaces the demo data when a gateway starts with it, so no token for a demo user is offered', async () => {
+    const gateway = spawnNode('dist/main.js', [], { SEED_FILE: 'examples/seed.json', PORT: '0', HOST: '127.0.0.1' });
+    try {
+      const [logLine] = await gateway.waitFor(/^\{.*"msg":"listening".*\}$/m);
+      expect(JSON.parse(logLine).demoToken).toBeUndefined();
+      await gateway.waitFor(/set JWT_SECRET to sign your own/, { stream: 'stderr' });
+      expect(gateway.stderr()).not.toMatch(/demo user|eyJ/);
+      expect(gateway.stdout()).toMatch(/"users":2,"conversations":3,"msg":"seed file loaded"/);
+    } finally {
+      gateway.child.kill('SIGTERM');
+      await gateway.exited;
+    }
   });
 
   it('needs MONGODB_URI: one line, exit code 2', async () => {

@@ -32,8 +32,8 @@ describe('the playground outside production', () => {
 
   beforeAll(async () => {
     gateway = await startTestGateway();
-    // No JWT_SECRET: the service signs with a random secret and offers a demo token.
-    demo = await startTestGateway({ JWT_SECRET: '' });
+    // The embedded engine with its demo data, no JWT_SECRET: the service offers a demo token.
+    demo = await startTestGateway({ JWT_SECRET: '', MONGODB_URI: '' });
   });
   afterAll(async () => {
     await gateway?.stop();
@@ -144,7 +144,7 @@ describe('the playground in production', () => {
   });
 
   it('with PLAYGROUND=on, is served without ever offering the demo token', async () => {
-    const production = await startTestGateway({ NODE_ENV: 'production', PLAYGROUND: 'on', JWT_SECRET: '' });
+    const production = await startTestGateway({ NODE_ENV: 'production', PLAYGROUND: 'on', JWT_SECRET: '', MONGODB_URI: '' });
     try {
       expect(production.demoToken).toEqual(expect.any(String));
       const { response, html } = await openPlayground(production);
