@@ -101,7 +101,7 @@ describe('npm run embedded-db', () => {
     const { code, stdout, stderr } = await runNode('dist/cli/embedded-db.js', []);
     expect(code).toBe(2);
     expect(stdout).toBe('');
-    expect(expectProblemLines(stderr, 'embedded-db')).toEqual(['embedded-db: --port is required, e.g. --port 27017 (see --help)']);
+    expect(expectProblemLines(stderr, 'embedded-mongodb')).toEqual(['embedded-mongodb: --port is required, e.g. --port 27017 (see --help)']);
   });
 });
 

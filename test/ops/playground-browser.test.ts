@@ -11,12 +11,13 @@ describe.skipIf(skipsBrowserTest('the playground browser test'))('the playground
 
   beforeAll(async () => {
     browser = await launchChromium();
-    // No JWT_SECRET: the service makes a demo token, which the page pre-fills.
-    gateway = await startTestGateway({ JWT_SECRET: '' });
+    // The embedded engine with its demo data: the service makes a demo token, which the page pre-fills.
+    gateway = await startTestGateway({ JWT_SECRET: '', MONGODB_URI: '' });
+    // The demo user's balance and newest conversation, set to values the page must show.
     await gateway.seed({
       users: [{ id: 1, username: 'demo', quota: 42.5 }],
       conversations: [
-        { userId: 1, id: 1, name: 'Lisbon trip', model: 'gpt-4o', enableWeb: false, messages: [{ role: 'user', content: 'Three days in Lisbon?' }] },
+        { userId: 1, id: 4, name: 'Lisbon trip', model: 'gpt-4o', enableWeb: false, messages: [{ role: 'user', content: 'Three days in Lisbon?' }] },
       ],
     });
   });
