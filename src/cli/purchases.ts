@@ -1,11 +1,12 @@
-import { parseArgs } from 'node:util';
 import { createAccounts } from '../accounts/index.js';
 import { createBilling } from '../billing/index.js';
 import { purchaseModel, type PurchaseRecord } from '../billing/purchase.model.js';
 import { PurchaseStore } from '../billing/purchase.store.js';
-import { ConfigError, loadVariables } from '../config.js';
+import { loadVariables } from '../config.js';
 import { connectDatabase, type Database } from '../db/database.js';
+import { InvalidInput } from '../invalid-input.js';
 import { createLogger } from '../logger.js';
+import { runCommand } from './command.js';
 
 const USAGE = `Usage: npm run purchases -- --pending [--user ID]
        npm run purchases -- --review [--user ID]
@@ -26,40 +27,30 @@ Exit codes: 0 done, 1 the database, the provider or the order could not be found
 /** At most this many purchases are listed. */
 const LIST_LIMIT = 1_000;
 
-/** A problem the user can fix in the command line or the environment: exit code 2. */
-class UsageError extends Error {}
-
 type Command = { kind: 'list'; needingReview: boolean; userId: number | undefined } | { kind: 'recheck'; orderId: string };
 
-function parseCommand(): Command | 'help' {
-  const { values } = parseArgs({
-    options: {
-      pending: { type: 'boolean' },
-      review: { type: 'boolean' },
-      user: { type: 'string' },
-      recheck: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-    allowPositionals: false,
-  });
-  if (values.help) return 'help';
+/** What to do, from the options; a wrong combination is one line with exit code 2. */
+function commandOf(values: { pending?: boolean; review?: boolean; user?: string; recheck?: string }): Command {
   const modes = [values.pending, values.review, values.recheck !== undefined].filter(Boolean).length;
-  if (modes !== 1) throw new UsageError('give exactly one of --pending, --review or --recheck ORDER');
+  if (modes !== 1) throw usage('give exactly one of --pending, --review or --recheck ORDER');
   if (values.recheck !== undefined) {
-    if (values.user !== undefined) throw new UsageError('--user goes with --pending or --review, not --recheck');
-    if (values.recheck.trim() === '') throw new UsageError('--recheck needs an order id');
+    if (values.user !== undefined) throw usage('--user goes with --pending or --review, not --recheck');
+    if (values.recheck.trim() === '') throw usage('--recheck needs an order id');
     return { kind: 'recheck', orderId: values.recheck };
   }
   if (values.user !== undefined && !/^[1-9][0-9]{0,15}$/.test(values.user)) {
-    throw new UsageError(`--user must be a user id (a positive integer), not ${JSON.stringify(values.user)}`);
+    throw usage(`--user must be a user id (a positive integer), not ${JSON.stringify(values.user)}`);
   }
   return { kind: 'list', needingReview: values.review === true, userId: values.user === undefined ? undefined : Number(values.user) };
 }
 
+function usage(problem: string): InvalidInput {
+  return new InvalidInput([`${problem} (see --help)`]);
+}
+
 async function openDatabase(): Promise<Database> {
   const { MONGODB_URI } = loadVariables(['MONGODB_URI']);
-  if (MONGODB_URI === undefined) throw new UsageError('MONGODB_URI is not set: give the database the gateways use');
+  if (MONGODB_URI === undefined) throw usage('MONGODB_URI is not set: give the database the gateways use');
   try {
     return await connectDatabase(MONGODB_URI);
   } catch (error) {
@@ -98,7 +89,7 @@ async function recheck(orderId: string): Promise<void> {
     'SETTLEMENT_BACKOFF_MAX_MS',
   ]);
   const missing = (['SSO_URL', 'SSO_SECRET'] as const).filter((name) => variables[name] === undefined);
-  if (missing.length > 0) throw new UsageError(`${missing.join(' and ')} must be set for --recheck`);
+  if (missing.length > 0) throw usage(`${missing.join(' and ')} must be set for --recheck`);
   const database = await openDatabase();
   try {
     const billing = createBilling({
@@ -146,26 +137,18 @@ function age(ms: number): string {
   return `${Math.floor(seconds / 86_400)}d${two(Math.floor(seconds / 3_600) % 24)}h`;
 }
 
-async function main(): Promise<void> {
-  const command = parseCommand();
-  if (command === 'help') process.stdout.write(`${USAGE}\n`);
-  else if (command.kind === 'list') await list(command);
-  else await recheck(command.orderId);
-}
-
-function isUsageProblem(error: unknown): boolean {
-  return (
-    error instanceof UsageError ||
-    error instanceof ConfigError ||
-    (error instanceof TypeError && 'code' in error && String(error.code).startsWith('ERR_PARSE_ARGS'))
-  );
-}
-
-try {
-  await main();
-} catch (error) {
-  const lines = error instanceof ConfigError ? error.problems : [error instanceof Error ? error.message : String(error)];
-  const hint = isUsageProblem(error) && !(error instanceof ConfigError) ? ' (see --help)' : '';
-  for (const line of lines) process.stderr.write(`purchases: ${line}${hint}\n`);
-  process.exitCode = isUsageProblem(error) ? 2 : 1;
-}
+await runCommand({
+  name: 'purchases',
+  usage: USAGE,
+  options: {
+    pending: { type: 'boolean' },
+    review: { type: 'boolean' },
+    user: { type: 'string' },
+    recheck: { type: 'string' },
+  },
+  async run({ values }) {
+    const command = commandOf(values);
+    if (command.kind === 'list') await list(command);
+    else await recheck(command.orderId);
+  },
+});

@@ -99,7 +99,7 @@ class GatewayProcess {
   async start(): Promise<void> {
     const process = spawnNode('dist/main.js', [], this.environment);
     this.current = process;
-    const [, url] = await process.waitFor(/listening on (http:\/\/[\d.:]+)/, { timeoutMs: 30_000 });
+    const [, url] = await process.waitFor(/listening on (http:\/\/[\d.:]+)/, { timeoutMs: 30_000, stream: 'stderr' });
     this.url = url;
   }
 
