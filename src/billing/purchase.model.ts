@@ -7,7 +7,7 @@ export type PurchaseState = 'opened' | 'pending' | 'crediting' | 'credited' | 'd
 export const UNFINISHED_STATES = ['opened', 'pending', 'crediting'] as const satisfies readonly PurchaseState[];
 
 /** Why a purchase was closed without points. */
-export type DeclineReason = 'insufficient-funds' | 'unpaid' | 'never-sent';
+export type DeclineReason = 'insufficient-funds' | 'unpaid' | 'never-sent' | 'closed-by-operator';
 
 /** One attempt to buy points: written before the provider is asked to charge its `orderId`. */
 export interface PurchaseRecord {
@@ -51,7 +51,7 @@ const purchaseSchema = new Schema<PurchaseRecord>(
     quota: { type: Number, required: true },
     amount: { type: Number, required: true },
     state: { type: String, required: true, enum: ['opened', 'pending', 'crediting', 'credited', 'declined'] },
-    declineReason: { type: String, enum: ['insufficient-funds', 'unpaid', 'never-sent'] },
+    declineReason: { type: String, enum: ['insufficient-funds', 'unpaid', 'never-sent', 'closed-by-operator'] },
     creditedLate: { type: Boolean },
     openedAt: { type: Date, required: true },
     closedAt: { type: Date },

@@ -53,7 +53,8 @@ export interface Recheck {
  *     │ (it crashed, or was held up past its lease)     │    for as long as it takes; past the horizon it is
  *     ▼                                                 │    also marked for review
  *   declined (never-sent)                               ▼
- *                          declined (insufficient-funds: the pay answer; unpaid: the status answer)
+ *                          declined (insufficient-funds: the pay answer; unpaid: the status answer;
+ *                                    closed-by-operator: the provider confirmed it never got the order)
  *                                                       │ provider: paid after all (it changed its mind)
  *                                                       ▼
  *                                                credited (late)
@@ -218,6 +219,24 @@ export class Purchases {
     // Only `paid` can change a purchase that is not pending: money taken is always points given.
     if (purchase.state === 'pending' || answer === 'paid') await this.apply(purchase, owner, answer);
     return { answer, before: found.state, after: (await this.store.find(orderId))?.state ?? found.state };
+  }
+
+  /**
+   * For operators, once the provider has confirmed by other means that it never received an order:
+   * asks it once and settles the purchase as a recheck does; while the answer is still `unknown`,
+   * closes it as declined (`closed-by-operator`), so that it leaves the review queue. Should the
+   * provider charge the order after all, a later recheck credits it: money taken is always points given.
+   */
+  async closeUnknown(orderId: string): Promise<Recheck | null> {
+    const checked = await this.recheck(orderId);
+    if (checked === null || checked.answer !== 'unknown' || checked.after !== 'pending') return checked;
+    const owner = this.newLeaseOwner();
+    const purchase = await this.store.claimPending(orderId, owner, this.at(this.leaseMs));
+    if (purchase !== null) {
+      await this.decline(purchase, 'pending', 'closed-by-operator');
+      this.logger.warn({ orderId, userId: purchase.userId, amount: purchase.amount }, 'an unsettled purchase was closed by an operator');
+    }
+    return { ...checked, after: (await this.store.find(orderId))?.state ?? checked.after };
   }
 
   private exclusively(orderId: string, task: () => Promise<PurchaseState | undefined>): Promise<PurchaseState | undefined> {

@@ -11,6 +11,7 @@ import { runCommand } from './command.js';
 const USAGE = `Usage: npm run purchases -- --pending [--user ID]
        npm run purchases -- --review [--user ID]
        npm run purchases -- --recheck ORDER
+       npm run purchases -- --close ORDER
 
 Shows the purchases of the official deployment whose fate is still open, or settles one now.
   --pending        purchases not settled yet (opened or pending), oldest first:
@@ -19,24 +20,32 @@ Shows the purchases of the official deployment whose fate is still open, or sett
   --user ID        only this user's purchases
   --recheck ORDER  asks the SSO provider once what became of ORDER and settles the purchase
                    accordingly (a declined purchase found paid is credited)
+  --close ORDER    for an order the provider confirmed it never received: asks it once, settles
+                   the purchase as --recheck does, and while the answer is still unknown closes it
+                   as declined (closed-by-operator); a later --recheck credits it should the
+                   provider charge it after all
   --help           this text
-Reads MONGODB_URI (the gateways' database); --recheck also reads SSO_URL, SSO_SECRET,
+Reads MONGODB_URI (the gateways' database); --recheck and --close also read SSO_URL, SSO_SECRET,
 SSO_TIMEOUT_MS, SSO_ATTEMPTS, SETTLEMENT_HORIZON and SETTLEMENT_BACKOFF_MAX_MS.
 Exit codes: 0 done, 1 the database, the provider or the order could not be found, 2 bad arguments or configuration.`;
 
 /** At most this many purchases are listed. */
 const LIST_LIMIT = 1_000;
 
-type Command = { kind: 'list'; needingReview: boolean; userId: number | undefined } | { kind: 'recheck'; orderId: string };
+type Command =
+  | { kind: 'list'; needingReview: boolean; userId: number | undefined }
+  | { kind: 'recheck' | 'close'; orderId: string };
 
 /** What to do, from the options; a wrong combination is one line with exit code 2. */
-function commandOf(values: { pending?: boolean; review?: boolean; user?: string; recheck?: string }): Command {
-  const modes = [values.pending, values.review, values.recheck !== undefined].filter(Boolean).length;
-  if (modes !== 1) throw usage('give exactly one of --pending, --review or --recheck ORDER');
-  if (values.recheck !== undefined) {
-    if (values.user !== undefined) throw usage('--user goes with --pending or --review, not --recheck');
-    if (values.recheck.trim() === '') throw usage('--recheck needs an order id');
-    return { kind: 'recheck', orderId: values.recheck };
+function commandOf(values: { pending?: boolean; review?: boolean; user?: string; recheck?: string; close?: string }): Command {
+  const modes = [values.pending, values.review, values.recheck !== undefined, values.close !== undefined].filter(Boolean).length;
+  if (modes !== 1) throw usage('give exactly one of --pending, --review, --recheck ORDER or --close ORDER');
+  for (const kind of ['recheck', 'close'] as const) {
+    const orderId = values[kind];
+    if (orderId === undefined) continue;
+    if (values.user !== undefined) throw usage(`--user goes with --pending or --review, not --${kind}`);
+    if (orderId.trim() === '') throw usage(`--${kind} needs an order id`);
+    return { kind, orderId };
   }
   if (values.user !== undefined && !/^[1-9][0-9]{0,15}$/.test(values.user)) {
     throw usage(`--user must be a user id (a positive integer), not ${JSON.stringify(values.user)}`);
@@ -79,7 +88,8 @@ async function list(command: Extract<Command, { kind: 'list' }>): Promise<void> 
   }
 }
 
-async function recheck(orderId: string): Promise<void> {
+/** Asks the provider about one order and settles it; with `close`, an order still unknown is closed too. */
+async function settleOne(orderId: string, close: boolean): Promise<void> {
   const variables = loadVariables([
     'SSO_URL',
     'SSO_SECRET',
@@ -89,7 +99,7 @@ async function recheck(orderId: string): Promise<void> {
     'SETTLEMENT_BACKOFF_MAX_MS',
   ]);
   const missing = (['SSO_URL', 'SSO_SECRET'] as const).filter((name) => variables[name] === undefined);
-  if (missing.length > 0) throw usage(`${missing.join(' and ')} must be set for --recheck`);
+  if (missing.length > 0) throw usage(`${missing.join(' and ')} must be set for --${close ? 'close' : 'recheck'}`);
   const database = await openDatabase();
   try {
     const billing = createBilling({
@@ -100,7 +110,8 @@ async function recheck(orderId: string): Promise<void> {
       // Failures are told on stderr by this command, in one line.
       logger: createLogger({ logLevel: 'silent' }),
     });
-    const found = await billing.official!.purchases.recheck(orderId);
+    const { purchases } = billing.official!;
+    const found = await (close ? purchases.closeUnknown(orderId) : purchases.recheck(orderId));
     if (found === null) throw new Error(`no purchase has order id ${orderId}`);
     const change = found.before === found.after ? `still ${found.after}` : `${found.before} → ${found.after}`;
     process.stdout.write(`order ${orderId}: the provider says ${found.answer}; ${change}\n`);
@@ -145,10 +156,11 @@ await runCommand({
     review: { type: 'boolean' },
     user: { type: 'string' },
     recheck: { type: 'string' },
+    close: { type: 'string' },
   },
   async run({ values }) {
     const command = commandOf(values);
     if (command.kind === 'list') await list(command);
-    else await recheck(command.orderId);
+    else await settleOne(command.orderId, command.kind === 'close');
   },
 });

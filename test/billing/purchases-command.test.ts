@@ -51,7 +51,9 @@ describe('npm run purchases', () => {
   });
 
   it.each([
-    [[], /give exactly one of --pending, --review or --recheck ORDER/],
+    [[], /give exactly one of --pending, --review, --recheck ORDER or --close ORDER/],
+    [['--recheck', 'o', '--close', 'o'], /give exactly one of/],
+    [['--close', 'o', '--user', '1'], /--user goes with --pending or --review, not --close/],
     [['--pending', '--review'], /give exactly one of/],
     [['--pending', '--user', 'x'], /--user must be a user id/],
     [['--pending', '--user', '0'], /--user must be a user id/],
@@ -150,17 +152,47 @@ describe('npm run purchases', () => {
     expect((await purchasesOf(gateway, 3))[0]).toMatchObject({ state: 'credited', creditedLate: true });
   });
 
+  it('closes an order the provider never received, which a later recheck still credits should the provider charge it', async () => {
+    const [bo] = await purchasesOf(gateway, 2);
+    const closed = await purchases(['--close', bo!.orderId], { ...database, ...sso });
+    expect(closed).toMatchObject({ code: 0, stderr: '' });
+    expect(closed.stdout).toBe(`order ${bo!.orderId}: the provider says unknown; pending → declined\n`);
+    expect((await purchasesOf(gateway, 2))[0]).toMatchObject({ state: 'declined', declineReason: 'closed-by-operator' });
+    expect((await purchases(['--pending', '--user', '2'], database)).stdout).toBe('no unsettled purchases\n');
+    expect(await quotaOf(gateway, await gateway.token(2))).toBe(0);
+
+    // The order reaches the provider after all (a request stuck in a queue): the points follow the money.
+    await fetch(`${stub.url}/app/payment`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${SSO_SECRET}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ user: 'bo', order: bo!.orderId, amount: bo!.amount }),
+    });
+    const again = await purchases(['--close', bo!.orderId], { ...database, ...sso });
+    expect(again.stdout).toBe(`order ${bo!.orderId}: the provider says paid; declined → credited\n`);
+    expect(await quotaOf(gateway, await gateway.token(2))).toBe(70);
+    expect((await purchases(['--close', bo!.orderId], { ...database, ...sso })).stdout).toBe(
+      `order ${bo!.orderId}: the provider says paid; still credited\n`,
+    );
+    expect(await quotaOf(gateway, await gateway.token(2))).toBe(70);
+  });
+
   it('fails in one line with exit code 1 for an unknown order or a provider that refuses the secret', async () => {
     const unknown = await purchases(['--recheck', 'no-such-order'], { ...database, ...sso });
     expect(unknown.code).toBe(1);
     expect(lines(unknown.stderr)).toEqual(['purchases: no purchase has order id no-such-order']);
 
-    const [bo] = await purchasesOf(gateway, 2);
-    const refused = await purchases(['--recheck', bo!.orderId], { ...database, SSO_URL: stub.url, SSO_SECRET: 'not-the-secret' });
-    expect(refused.code).toBe(1);
-    expect(lines(refused.stderr)).toEqual([
-      'purchases: SSO provider unavailable: POST /app/payment/status answered HTTP 401',
-    ]);
-    expect((await purchasesOf(gateway, 2))[0]).toMatchObject({ state: 'pending', lastCheck: expect.stringMatching(/HTTP 401/) });
+    stub.setFaults({ down: true });
+    expect(await buy(gateway, await gateway.token(2), 30)).toEqual({ status: 200, text: NOT_CONFIRMED });
+    stub.setFaults({});
+    const pending = (await purchasesOf(gateway, 2)).find((purchase) => purchase.state === 'pending');
+    for (const mode of ['--recheck', '--close']) {
+      const refused = await purchases([mode, pending!.orderId], { ...database, SSO_URL: stub.url, SSO_SECRET: 'not-the-secret' });
+      expect(refused.code).toBe(1);
+      expect(lines(refused.stderr)).toEqual(['purchases: SSO provider unavailable: POST /app/payment/status answered HTTP 401']);
+      expect((await purchasesOf(gateway, 2)).find((purchase) => purchase.orderId === pending!.orderId)).toMatchObject({
+        state: 'pending',
+        lastCheck: expect.stringMatching(/HTTP 401/),
+      });
+    }
   });
 });
