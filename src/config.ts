@@ -11,7 +11,7 @@ export interface Config {
   host: string;
   /** Real MongoDB; when absent the embedded engine is started in-process. */
   mongodbUri: string | undefined;
-  /** HS256 secret; when absent a random one is made and a demo token printed. */
+  /** HS256 secret; absent only on the embedded engine (MONGODB_URI without it is refused), then random per process. */
   jwtSecret: string | undefined;
   seedFile: string | undefined;
   deployment: 'community' | 'official';
@@ -242,6 +242,9 @@ function crossVariableProblems(environment: NodeJS.ProcessEnv): string[] {
     for (const name of ['SSO_URL', 'SSO_SECRET'] as const) {
       if (!environment[name]?.trim()) problems.push(`${name} is required when DEPLOYMENT=official`);
     }
+  }
+  if (environment.MONGODB_URI?.trim() && !environment.JWT_SECRET?.trim()) {
+    problems.push('JWT_SECRET is required when MONGODB_URI is set: tokens signed with a random secret would open a lasting database to whoever holds one');
   }
   if (environment.JWT_SECRET?.trim() === EXAMPLE_JWT_SECRET && (environment.MONGODB_URI?.trim() || isProduction(environment))) {
     problems.push('JWT_SECRET is the example value from .env.example: choose your own secret for a lasting database or production');

@@ -28,6 +28,9 @@ await runCommand({
       { url: service.url, database, deployment: config.deployment, playground: config.playground, demoToken: service.demoToken },
       'listening',
     );
+    if (service.embeddedUri && config.production) {
+      logger.warn('NODE_ENV=production on the in-memory embedded engine: every write is lost when the process exits; set MONGODB_URI');
+    }
     process.stderr.write(banner(config, service, database));
 
     stopOnSignals('chat-gateway', async (signal) => {
