@@ -60,13 +60,13 @@ export function createApp(options: AppOptions): Express {
   app.set('trust proxy', options.trustProxy);
   app.use(securityHeaders, requestLogging(options.logger), metrics.recordRequests);
 
-  // Probes and scrapes: no credentials, no rate limit, not in the request log.
+  // Probes: no credentials, no rate limit, not in the request log. Scrapes: not logged either.
   app.use(healthRoutes({ ping: (timeoutMs) => options.database.ping(timeoutMs), unavailable: 'database unavailable' }, options.shutdown));
-  app.get('/metrics', metrics.endpoint);
   // Preflights are answered before any limit: they carry no credentials and cost nothing, and a
   // refused preflight would reach the page as a network error, not as a 429 it could wait out.
   app.use(crossOrigin(options.corsOrigins));
   app.use(rateLimits.byAddress);
+  if (metrics.endpoint) app.get('/metrics', metrics.endpoint);
 
   // Before the playground's router, which would answer an OPTIONS itself.
   app.use('/graphql', graphqlMethods);

@@ -23,6 +23,7 @@ export interface Config {
   logLevel: LogLevel;
   /** Requests per second per caller; 0 turns limiting off. */
   rateLimit: number;
+  /** Bearer token for `/metrics`; in production `/metrics` is served only when it is set. */
   metricsToken: string | undefined;
   /** Which proxies may name the client's address in `X-Forwarded-For` (for per-address rate limits and logs). */
   trustProxy: TrustProxy;

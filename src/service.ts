@@ -131,8 +131,16 @@ async function serve(
 
   // GraphQL: one schema and one Apollo Server, for /graphql and the REST layer alike.
   const schema = buildSchema([conversations.resolvers, billing.resolvers]);
+  const restRoutes = options.restRoutes ?? legacyRoutes;
+  const preparedRoutes = prepareRoutes(restRoutes, schema);
   const httpServer = createServer({ maxHeaderSize: MAX_HEADER_BYTES });
-  const metrics = createMetrics(config.metricsToken, database, billing.official?.metrics);
+  const metrics = createMetrics({
+    token: config.metricsToken,
+    production: config.production,
+    knownOperationNames: preparedRoutes.map((route) => route.prepared.name),
+    database,
+    domainMetrics: billing.official?.metrics,
+  });
   const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
   const graphqlLog = graphqlLogging(logger);
   const apollo = createApolloServer(schema, {
@@ -144,13 +152,12 @@ async function serve(
   await apollo.start();
 
   // HTTP: the app on the server Apollo Server drains when it stops.
-  const restRoutes = options.restRoutes ?? legacyRoutes;
   const app = createApp({
     apollo,
     createContext,
     authenticator,
     rateLimits: createRateLimits(config.rateLimit),
-    restRoutes: prepareRoutes(restRoutes, schema),
+    restRoutes: preparedRoutes,
     openApi: JSON.stringify(openApiDocument(restRoutes, packageVersion, config.restBasePath)),
     database,
     shutdown,

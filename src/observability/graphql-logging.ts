@@ -4,6 +4,7 @@ import type { RequestContext } from '../context.js';
 import { isInternal } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { formattedErrorsOf } from './graphql-metrics.js';
+import { boundedOperationName } from './request-labels.js';
 
 /** Where a `/graphql` context keeps its HTTP response. A property, not a WeakMap entry: Apollo copies the context per request. */
 const RESPONSE = Symbol('http response');
@@ -26,7 +27,7 @@ export function graphqlLogging(logger: Logger): GraphQLLogging {
         const response = (contextValue as { [RESPONSE]?: Response })[RESPONSE];
         return {
           async didResolveOperation({ operationName }) {
-            if (response) response.locals.graphqlOperationName = operationName ?? 'anonymous';
+            if (response) response.locals.graphqlOperationName = boundedOperationName(operationName ?? 'anonymous');
           },
           async willSendResponse(requestContext) {
             formattedErrorsOf(requestContext.response).forEach((formatted, index) => {
@@ -35,7 +36,7 @@ export function graphqlLogging(logger: Logger): GraphQLLogging {
                 {
                   err: requestContext.errors?.[index],
                   requestId: requestContext.contextValue.requestId,
-                  operation: requestContext.operationName ?? undefined,
+                  operation: requestContext.operationName ? boundedOperationName(requestContext.operationName) : undefined,
                 },
                 'unexpected error in a GraphQL operation',
               );

@@ -3,18 +3,18 @@ import type { GraphQLFormattedError } from 'graphql';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { codeOf } from '../errors.js';
 import type { ExecutionObserver } from '../graphql/compiled-execution.js';
+import { OperationNameLabels } from './request-labels.js';
 
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
-/** Clients choose operation names; past this many distinct ones, new names are counted as `other`. */
-const MAX_OPERATION_NAMES = 200;
 /** Requests that never reached a valid operation (unparsable, invalid, ambiguous). */
 const UNRESOLVED = '(unresolved)';
 
 /**
  * Counts and times GraphQL operations by name and type, and errors by code.
  * It sees `/graphql` and the REST layer alike, since both run through the same Apollo Server.
+ * Clients choose operation names: `knownOperationNames` always have their label, others are bounded.
  */
-export function graphqlMetrics(registry: Registry): ApolloServerPlugin<BaseContext> {
+export function graphqlMetrics(registry: Registry, knownOperationNames: Iterable<string>): ApolloServerPlugin<BaseContext> {
   const operations = new Counter({
     name: 'graphql_operations_total',
     help: 'GraphQL operations run, by operation name and type, and whether the response carried errors',
@@ -34,7 +34,7 @@ export function graphqlMetrics(registry: Registry): ApolloServerPlugin<BaseConte
     labelNames: ['code'] as const,
     registers: [registry],
   });
-  const names = new BoundedLabels(MAX_OPERATION_NAMES);
+  const names = new OperationNameLabels(knownOperationNames);
 
   return {
     async requestDidStart() {
@@ -72,18 +72,4 @@ export function graphqlExecutionMetrics(registry: Registry): ExecutionObserver {
 export function formattedErrorsOf(response: GraphQLResponse): readonly GraphQLFormattedError[] {
   const result = response.body.kind === 'single' ? response.body.singleResult : response.body.initialResult;
   return result.errors ?? [];
-}
-
-/** Passes label values through until `limit` distinct ones were seen, then answers `other` for new ones. */
-class BoundedLabels {
-  private readonly seen = new Set<string>();
-
-  constructor(private readonly limit: number) {}
-
-  label(value: string): string {
-    if (this.seen.has(value)) return value;
-    if (this.seen.size >= this.limit) return 'other';
-    this.seen.add(value);
-    return value;
-  }
 }

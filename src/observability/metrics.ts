@@ -15,30 +15,36 @@ export interface GatewayMetrics {
   graphqlPlugin: ApolloServerPlugin<BaseContext>;
   /** Counts operations by the executor that ran them. */
   observeExecution: ExecutionObserver;
-  /** `GET /metrics` in Prometheus text format. */
-  endpoint: RequestHandler;
+  /** `GET /metrics` in Prometheus text format; absent in production without a token, where it is not served. */
+  endpoint: RequestHandler | undefined;
   /** Stops listening to the database driver. */
   stop(): void;
 }
 
-/**
- * One registry per gateway, not prom-client's global one, so several gateways can share a process.
- * `domainMetrics` are those a domain defines for itself (the purchases of the official deployment).
- * Without a database (the sidecar), no database metrics.
- */
-export function createMetrics(
-  token: string | undefined,
-  database?: Pick<Database, 'connection' | 'ping'>,
-  domainMetrics: readonly Metric[] = [],
-): GatewayMetrics {
+export interface MetricsOptions {
+  /** Bearer token a scrape must present; none: scrapes need no credentials (outside production only). */
+  token: string | undefined;
+  production: boolean;
+  /** Operation names known at start, which always have their own label. */
+  knownOperationNames?: Iterable<string>;
+  /** Without one (the sidecar), no database metrics. */
+  database?: Pick<Database, 'connection' | 'ping'>;
+  /** Those a domain defines for itself (the purchases of the official deployment). */
+  domainMetrics?: readonly Metric[];
+}
+
+/** One registry per gateway, not prom-client's global one, so several gateways can share a process. */
+export function createMetrics(options: MetricsOptions): GatewayMetrics {
+  const { database } = options;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  for (const metric of domainMetrics) registry.registerMetric(metric);
+  for (const metric of options.domainMetrics ?? []) registry.registerMetric(metric);
   return {
     recordRequests: httpMetrics(registry),
-    graphqlPlugin: graphqlMetrics(registry),
+    graphqlPlugin: graphqlMetrics(registry, options.knownOperationNames ?? []),
     observeExecution: graphqlExecutionMetrics(registry),
-    endpoint: metricsEndpoint(registry, token),
+    // Open metrics tell anyone the traffic, the operations and the process's state: production shows them only to a token.
+    endpoint: options.production && options.token === undefined ? undefined : metricsEndpoint(registry, options.token),
     stop: database === undefined ? () => undefined : databaseMetrics(registry, database, database.connection.getClient()),
   };
 }

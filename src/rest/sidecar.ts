@@ -44,7 +44,7 @@ export async function startSidecar(options: SidecarOptions): Promise<RunningSide
   const { config, upstream, timeoutMs, logger } = options;
   await probeUpstream(upstream, timeoutMs);
   const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
-  const metrics = createMetrics(config.metricsToken);
+  const metrics = createMetrics({ token: config.metricsToken, production: config.production });
   const app = sidecarApp(options, shutdown, metrics);
   const server = createServer(app);
   const { drain } = drainable(server);
@@ -69,7 +69,7 @@ function sidecarApp(options: SidecarOptions, shutdown: Shutdown, metrics: Gatewa
   // Request ids are forwarded upstream, so one id runs through both logs.
   app.use(securityHeaders, requestLogging(options.logger), metrics.recordRequests);
   app.use(healthRoutes({ ping: (ms) => probeUpstream(upstream, ms), unavailable: 'upstream unavailable' }, shutdown));
-  app.get('/metrics', metrics.endpoint);
+  if (metrics.endpoint) app.get('/metrics', metrics.endpoint);
   app.use(crossOrigin(options.config.corsOrigins));
   const openApi = JSON.stringify(openApiDocument(legacyRoutes, packageVersion, options.config.restBasePath));
   app.get('/openapi.json', (_request, response) => {

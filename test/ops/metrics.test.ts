@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_UNKNOWN_OPERATION_NAMES } from '../../src/observability/request-labels.js';
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
 
@@ -60,8 +61,9 @@ describe('GET /metrics', () => {
   it('counts GraphQL operations by name and type, from /graphql and from the REST layer alike', async () => {
     const named = { operation_name: 'MyBalance', operation_type: 'query', result: 'success' };
     expect(await growth('graphql_operations_total', named, () => graphql(gateway, 'query MyBalance { quota }', { authorization }))).toBe(1);
-    const rest = { operation_name: 'Quota', operation_type: 'query', result: 'success' };
-    expect(await growth('graphql_operations_total', rest, () => get('/quota'))).toBe(1);
+    // Its first request comes after the flood has used up the budget of made-up names.
+    const rest = { operation_name: 'ListConversations', operation_type: 'query', result: 'success' };
+    expect(await growth('graphql_operations_total', rest, () => get('/conversation/list'))).toBe(1);
     const duration = { operation_name: 'LoadConversation', operation_type: 'query' };
     expect(await growth('graphql_operation_duration_seconds_count', duration, () => get('/conversation/load?id=1'))).toBe(1);
   });
@@ -119,5 +121,53 @@ describe('GET /metrics with METRICS_TOKEN set', () => {
     const before = sample(await scrapeMetrics(protectedGateway.url, METRICS_TOKEN), 'http_requests_total', labels);
     expect(await growth('http_requests_total', labels, () => fetch(`${gateway.url}/healthz`))).toBe(1);
     expect(sample(await scrapeMetrics(protectedGateway.url, METRICS_TOKEN), 'http_requests_total', labels)).toBe(before);
+  });
+});
+
+describe('GET /metrics in production', () => {
+  it('is not served without METRICS_TOKEN, and only to its bearer with it', async () => {
+    const [open, closed] = await Promise.all([
+      startTestGateway({ NODE_ENV: 'production' }),
+      startTestGateway({ NODE_ENV: 'production', METRICS_TOKEN }),
+    ]);
+    try {
+      const unserved = await fetch(`${open.url}/metrics`);
+      expect(unserved.status).toBe(404);
+      expect(await unserved.text()).not.toContain('http_requests_total');
+      expect((await fetch(`${closed.url}/metrics`)).status).toBe(401);
+      expect(await scrapeMetrics(closed.url, METRICS_TOKEN)).toContain('# TYPE http_requests_total counter');
+    } finally {
+      await Promise.all([open.stop(), closed.stop()]);
+    }
+  });
+});
+
+describe('operation names chosen by callers', () => {
+  /** Every distinct `operation_name` label value in the scrape. */
+  const operationNames = (text: string) => new Set([...text.matchAll(/operation_name="([^"]*)"/g)].map((match) => match[1]!));
+
+  it('keep /metrics small whatever callers send: names cut to 64 characters, and at most 50 made-up ones', async () => {
+    // The audit's flood: 200 distinct operation names, each tens of kilobytes long.
+    const padding = 'x'.repeat(20_000);
+    for (let batch = 0; batch < 200; batch += 20) {
+      await Promise.all(
+        Array.from({ length: 20 }, (_, index) => graphql(gateway, `query N${batch + index}_${padding} { quota }`, { authorization })),
+      );
+    }
+    const text = await scrapeMetrics(gateway.url);
+    const names = operationNames(text);
+    for (const name of names) expect(name.length).toBeLessThanOrEqual(64);
+    const madeUp = [...names].filter((name) => name.startsWith('N'));
+    expect(madeUp.length).toBeLessThanOrEqual(MAX_UNKNOWN_OPERATION_NAMES);
+    expect(names).toContain('other');
+    expect(sample(text, 'graphql_operations_total', { operation_name: 'other', result: 'success' })).toBeGreaterThanOrEqual(150);
+    // 8 kB before any request; a few hundred kB at most now, where the flood made it 317 MB before names were bounded.
+    expect(Buffer.byteLength(text)).toBeLessThan(400_000);
+  });
+
+  it('never crowd out the operations known at start: the REST layer’s keep their own label', async () => {
+    // Its first request comes after the flood has used up the budget of made-up names.
+    const rest = { operation_name: 'ListConversations', operation_type: 'query', result: 'success' };
+    expect(await growth('graphql_operations_total', rest, () => get('/conversation/list'))).toBe(1);
   });
 });

@@ -49,6 +49,15 @@ describe('the request log', () => {
     expect(lineFor(response)).toMatchObject({ route: '/graphql', operation: 'MyConversations', status: 200, userId: 7 });
   });
 
+  it('cuts an operation name a caller made long to 64 characters, so no request grows a line without bound', async () => {
+    const name = `Long${'x'.repeat(50_000)}`;
+    const response = await graphql(gateway, `query ${name} { quota }`, { authorization: `Bearer ${token}` });
+    expect(response.status).toBe(200);
+    const line = lineFor(response)!;
+    expect(line.operation).toBe(`${name.slice(0, 63)}…`);
+    expect(JSON.stringify(line).length).toBeLessThan(1_000);
+  });
+
   it('logs refused credentials without a caller', async () => {
     const response = await fetch(`${gateway.url}/quota`, { headers: { authorization: 'Bearer forged.token.value' } });
     expect(response.status).toBe(401);
