@@ -19,6 +19,8 @@ import {
 
 const SERVICE_UNAVAILABLE_TEXT = 'service temporarily unavailable, try again later';
 const INTERNAL_MESSAGE = 'internal server error';
+/** In production, every document that fails validation gets this answer: graphql-js's own messages name types, fields and arguments. */
+const INVALID_DOCUMENT_MESSAGE = 'the operation is not valid (the reason is shown outside production)';
 
 interface Kind {
   code: string;
@@ -178,11 +180,15 @@ export function graphqlAnswer(failure: Failure, requestId: string): HttpAnswer {
 }
 
 const INTERNAL = KINDS.internal.code;
+const VALIDATION_FAILED = KINDS.invalidOperation.code;
 
 /**
- * Apollo Server's `formatError` and a plugin: in production an internal error shows only its
+ * Apollo Server's `formatError` and a plugin. In production an internal error shows only its
  * code and where it happened (its message may name internals: a driver error, a field that
- * broke), and every internal error names the request, to be matched with its log line.
+ * broke), and a document that fails validation is answered with one error of its code and a
+ * message that names nothing: graphql-js's messages name the schema's types, fields and
+ * arguments, and one error per wrong name, with its place, would tell the right ones apart.
+ * Every internal error names the request, to be matched with its log line.
  */
 export function graphqlErrorRendering(production: boolean): {
   formatError: (formatted: GraphQLFormattedError) => GraphQLFormattedError;
@@ -201,6 +207,10 @@ export function graphqlErrorRendering(production: boolean): {
             const result = response.body.singleResult;
             const { requestId } = contextValue;
             if (result.errors === undefined) return;
+            if (production && result.errors.some((error) => codeOf(error) === VALIDATION_FAILED)) {
+              result.errors = [{ message: INVALID_DOCUMENT_MESSAGE, extensions: { code: VALIDATION_FAILED } }];
+              return;
+            }
             result.errors = result.errors.map((error) =>
               isInternal(error) ? { ...error, extensions: { ...error.extensions, requestId } } : error,
             );
