@@ -21,7 +21,7 @@ import { inProcessExecutor } from './rest/in-process-executor.js';
 import { legacyEndpoints } from './rest/legacy-router.js';
 import { credentialedGetIsPreflighted } from './security/credentialed-get.js';
 import { crossOrigin } from './security/cross-origin.js';
-import { securityHeaders } from './security/http-headers.js';
+import { notStored, securityHeaders } from './security/http-headers.js';
 import type { RateLimits } from './security/rate-limit.js';
 
 export interface AppOptions {
@@ -73,6 +73,7 @@ export function createApp(options: AppOptions): Express {
   if (options.playground) app.use(playgroundRouter(options.playground));
   app.use(
     '/graphql',
+    notStored,
     requireCaller(authenticator),
     rateLimits.byCaller,
     credentialedGetIsPreflighted,

@@ -9,7 +9,10 @@ export interface PreparedOperation {
   /** The printed document, which the GraphQL server caches parsed and validated by its text. */
   text: string;
   name: string;
-  /** A mutation: the route changes data, so it must never run for a HEAD request. */
+  /**
+   * The route changes data (its operation is a mutation, or the route says so), so it must never
+   * run for a HEAD request.
+   */
   changesData: boolean;
 }
 
@@ -57,7 +60,7 @@ export function prepareRoutes(routes: readonly RestRoute[], schema: GraphQLSchem
         document: route.operation,
         text: print(route.operation),
         name: operation.name.value,
-        changesData: operation.operation === OperationTypeNode.MUTATION,
+        changesData: operation.operation === OperationTypeNode.MUTATION || route.changesData === true,
       },
     };
   });

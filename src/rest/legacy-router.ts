@@ -4,6 +4,7 @@ import { legacyFailures } from '../http/failures.js';
 import { sendAnswer, sendJson } from '../http/json-answer.js';
 import { BODY_LIMIT_BYTES } from '../limits.js';
 import { requestIdOf } from '../observability/request-log.js';
+import { notStored } from '../security/http-headers.js';
 import { UNAUTHORIZED, type OperationExecutor, type PreparedRoute } from './executor.js';
 import { readInput } from './inputs.js';
 
@@ -19,9 +20,10 @@ export interface LegacyEndpointsOptions {
 /**
  * The legacy REST endpoints, built from the route table: a router, then the handler that answers
  * failures in each endpoint's shape (`errors.ts`), to be mounted together. Each request is a chain
- * of steps: open the caller's session (credentials first: a refused caller gets 401 before its
- * body is even read), the steps after authentication, read the body on POST, then answer.
- * Every endpoint is served at its path and under the base path, with the same answers.
+ * of steps: mark the answer not to be stored, open the caller's session (credentials first: a
+ * refused caller gets 401 before its body is even read), the steps after authentication, read the
+ * body on POST, then answer. Every endpoint is served at its path and under the base path, with the
+ * same answers.
  */
 export function legacyEndpoints(
   routes: readonly PreparedRoute[],
@@ -32,8 +34,14 @@ export function legacyEndpoints(
   const prefixes = options.basePath ? ['', options.basePath] : [''];
   const served = routes.flatMap((route) => prefixes.map((prefix) => ({ route, path: prefix + route.path })));
   for (const { route, path } of served) {
-    const steps = [openSession(executor), ...options.afterAuthentication, ...(route.method === 'POST' ? [readBody] : []), answer(route)];
-    // Express answers HEAD with the GET route; HEAD must never change anything, so a mutation refuses it.
+    const steps = [
+      notStored,
+      openSession(executor),
+      ...options.afterAuthentication,
+      ...(route.method === 'POST' ? [readBody] : []),
+      answer(route),
+    ];
+    // Express answers HEAD with the GET route; HEAD must never change anything, so such a route refuses it.
     if (route.method === 'GET' && route.prepared.changesData) {
       router.head(path, () => {
         throw methodNotAllowed(route.method);

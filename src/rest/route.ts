@@ -19,6 +19,11 @@ export interface RestRoute<TResult = any, TVariables = any, TBody = any> {
   path: string;
   summary: string;
   operation: TypedDocumentNode<TResult, TVariables>;
+  /**
+   * Set on a GET endpoint whose operation is a query that still changes data (claiming a gift),
+   * so that HEAD is refused there as it is where the operation is a mutation.
+   */
+  changesData?: true;
   failureField: FailureField;
   input: RouteInput<TVariables>;
   /** Every body the endpoint answers with HTTP 200, success or reported failure; the OpenAPI document shows it. */

@@ -133,6 +133,7 @@ export const legacyRoutes: RestRoute[] = [
     path: '/package',
     summary: 'Query the gift package status, claiming it when eligible (official deployment only)',
     operation: GiftPackageDocument,
+    changesData: true,
     failureField: 'error',
     input: { from: 'nothing' },
     answers: z.union([

@@ -1,3 +1,4 @@
+import type { RequestHandler } from 'express';
 import helmet from 'helmet';
 
 /**
@@ -18,3 +19,13 @@ export const securityHeaders = helmet({
   },
   frameguard: { action: 'deny' },
 });
+
+/**
+ * The first step of every API endpoint (`/graphql`, the REST layer): its answers are one
+ * caller's data or about their credentials, so no browser or proxy cache may keep them,
+ * failures included. Set before any other step, so every answer carries it.
+ */
+export const notStored: RequestHandler = (_request, response, next) => {
+  response.setHeader('Cache-Control', 'no-store');
+  next();
+};
