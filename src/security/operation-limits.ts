@@ -35,7 +35,8 @@ export function operationLimitOptions<TContext extends BaseContext>(): Pick<
   'parseOptions' | 'validationRules'
 > & { plugin: ApolloServerPlugin<TContext> } {
   const armor = new ApolloArmor({
-    maxAliases: { n: OPERATION_LIMITS.aliases },
+    // Armor lets aliases of `__typename` through uncounted by default; each is work all the same.
+    maxAliases: { n: OPERATION_LIMITS.aliases, allowList: [] },
     maxDepth: { n: OPERATION_LIMITS.depth, flattenFragments: true },
     maxDirectives: { n: OPERATION_LIMITS.directives },
     // Armor's token plugin throws outside Apollo's parse step (a 500 on Apollo 5), so graphql-js's

@@ -70,6 +70,12 @@ describe('limits on /graphql', () => {
     );
   });
 
+  it('counts aliases of __typename like any other', async () => {
+    await expectAnswered(`{ ${repeat(OPERATION_LIMITS.aliases, (i) => `t${i}: __typename`)} }`);
+    // The audit sent 300, which the limit let through.
+    await expectRefused(`{ ${repeat(300, (i) => `t${i}: __typename`)} }`, 'GRAPHQL_VALIDATION_FAILED', /Aliases limit of 15 exceeded, found 300/);
+  });
+
   it('counts aliases hidden in fragments', async () => {
     await expectRefused(
       `{ ...A ...B } fragment A on Query { ${repeat(8, (i) => `a${i}: quota`)} } fragment B on Query { ${repeat(8, (i) => `b${i}: quota`)} }`,
