@@ -1,4 +1,5 @@
 import type { RequestHandler } from 'express';
+import ipaddr from 'ipaddr.js';
 import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { callerOf } from '../auth/require-caller.js';
 import { rateLimited } from '../errors.js';
@@ -14,7 +15,7 @@ const ADDRESS_FACTOR = 10;
 
 /** Steps that count a request and throw the rate-limited failure when it is over its limit. */
 export interface RateLimits {
-  /** Before authentication: counts every request against its client address. */
+  /** Before authentication: counts every request against its client address (an IPv6 one by its /64). */
   byAddress: RequestHandler;
   /** After authentication: counts the request against its caller. */
   byCaller: RequestHandler;
@@ -33,7 +34,7 @@ export function createRateLimits(requestsPerSecond: number): RateLimits {
   const perAddress = new Limiter('address', requestsPerSecond * ADDRESS_FACTOR);
   return {
     async byAddress(request, _response, next) {
-      await perAddress.take(request.ip ?? 'unknown');
+      await perAddress.take(addressKey(request.ip));
       next();
     },
     async byCaller(_request, response, next) {
@@ -41,6 +42,17 @@ export function createRateLimits(requestsPerSecond: number): RateLimits {
       next();
     },
   };
+}
+
+/**
+ * The key an address is counted under: an IPv4 address (IPv4-mapped IPv6 included) as itself, an
+ * IPv6 address by its /64, the smallest block a host is usually given (it can rotate freely inside).
+ */
+export function addressKey(address: string | undefined): string {
+  if (address === undefined || !ipaddr.isValid(address)) return 'unknown';
+  const parsed = ipaddr.process(address);
+  if (parsed.kind() === 'ipv4') return parsed.toString();
+  return `${(parsed as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16)).join(':')}::/64`;
 }
 
 class Limiter {

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { addressKey } from '../../src/security/rate-limit.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 
 let gateway: TestGateway | undefined;
@@ -39,5 +40,35 @@ describe('TRUST_PROXY', () => {
     expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, loopback' }).trustProxy).toEqual(['10.0.0.0/8', 'loopback']);
     expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
     expect(loadConfig({}).trustProxy).toBe(false);
+  });
+});
+
+describe('the per-address limit for IPv6 clients', () => {
+  /** Statuses of unauthenticated requests forwarded "from" each address in turn. */
+  async function askFrom(url: string, addresses: string[]): Promise<number[]> {
+    const statuses: number[] = [];
+    for (const address of addresses) statuses.push((await fetch(`${url}/quota`, { headers: { 'x-forwarded-for': address } })).status);
+    return statuses;
+  }
+
+  it('counts a whole /64 as one client, however many of its addresses it rotates through', async () => {
+    gateway = await startTestGateway({ RATE_LIMIT: '1', TRUST_PROXY: 'loopback' });
+    const rotating = Array.from({ length: 60 }, (_, index) => `2001:db8:1:2:${(index + 1).toString(16)}:5efe:c0a8:${index.toString(16)}`);
+    expect(await askFrom(gateway.url, rotating)).toContain(429);
+    expect(await askFrom(gateway.url, ['2001:db8:1:3::1'])).toEqual([401]);
+  });
+
+  it('counts an IPv4-mapped IPv6 address as the IPv4 address it maps', async () => {
+    gateway = await startTestGateway({ RATE_LIMIT: '1', TRUST_PROXY: 'loopback' });
+    await askFrom(gateway.url, Array.from({ length: 60 }, () => '::ffff:198.51.100.7'));
+    expect(await askFrom(gateway.url, ['198.51.100.7'])).toEqual([429]);
+  });
+
+  it('keys addresses by IPv4 address or IPv6 /64', () => {
+    expect(addressKey('198.51.100.7')).toBe('198.51.100.7');
+    expect(addressKey('::ffff:198.51.100.7')).toBe('198.51.100.7');
+    expect(addressKey('2001:db8:1:2::1')).toBe(addressKey('2001:0db8:0001:0002:ffff:ffff:ffff:ffff'));
+    expect(addressKey('2001:db8:1:2::1')).not.toBe(addressKey('2001:db8:1:3::1'));
+    expect(addressKey(undefined)).toBe('unknown');
   });
 });
