@@ -7,6 +7,7 @@ import type { TrustProxy } from './config.js';
 import type { CreateContext, RequestContext } from './context.js';
 import type { Database } from './db/database.js';
 import { methodNotAllowed } from './errors.js';
+import { declaredBodyWithinLimit } from './http/body-limit.js';
 import { graphqlFailures, legacyFailures, noSuchPath } from './http/failures.js';
 import { healthRoutes } from './http/health.js';
 import type { Shutdown } from './http/lifecycle.js';
@@ -77,6 +78,7 @@ export function createApp(options: AppOptions): Express {
     requireCaller(authenticator),
     rateLimits.byCaller,
     credentialedGetIsPreflighted,
+    declaredBodyWithinLimit,
     express.json({ limit: BODY_LIMIT_BYTES }),
     expressMiddleware(apollo, {
       context: async ({ req, res }) => graphqlLog.track(res, createContext(callerOf(res), requestIdOf(req))),

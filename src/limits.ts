@@ -8,3 +8,23 @@ export const BODY_LIMIT_BYTES = 100 * 1024;
 
 /** The longest conversation name, in characters (Unicode code points), as the legacy web client's rename allowed. */
 export const MAX_CONVERSATION_NAME_LENGTH = 256;
+
+/**
+ * What one connection may hold of the HTTP server (gateway and REST sidecar alike), set in
+ * `http/server.ts`. A request whose body is refused before it is read (401, 413, 429) also
+ * closes its connection at once (`http/failures.ts`), so a trickled body holds nothing.
+ */
+export const HTTP_SERVER_LIMITS = {
+  /** Request line and headers larger than this are refused with 431 (Node's default, made explicit). */
+  maxHeaderBytes: 16 * 1024,
+  /** From the first byte of a request (or of a connection) to the end of its headers; then 408 and the connection closes. */
+  headersTimeoutMs: 10_000,
+  /** From the first byte of a request to the end of its body (at most `BODY_LIMIT_BYTES`); then 408. */
+  requestTimeoutMs: 30_000,
+  /** An idle keep-alive connection closes after this: longer than the 60 s idle timeout of common load balancers, which close first. */
+  keepAliveTimeoutMs: 65_000,
+  /** How often the timeouts above are checked (Node's default is 30 s, which lets them overrun by that much). */
+  timeoutCheckIntervalMs: 1_000,
+  /** Connections open at once; further ones are closed as they arrive. */
+  maxConnections: 10_000,
+} as const;

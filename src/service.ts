@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAccounts, type Accounts } from './accounts/index.js';
 import { createApp } from './app.js';
@@ -19,6 +18,7 @@ import { listen, Shutdown, type Scheduler } from './http/lifecycle.js';
 import type { Logger } from './logger.js';
 import { graphqlLogging } from './observability/graphql-logging.js';
 import { createMetrics } from './observability/metrics.js';
+import { createHttpServer } from './http/server.js';
 import { prepareRoutes } from './rest/executor.js';
 import { openApiDocument } from './rest/openapi.js';
 import type { RestRoute } from './rest/route.js';
@@ -29,8 +29,6 @@ import { loadSeed, readSeedFile } from './seed/seed-file.js';
 import { packageVersion } from './version.js';
 
 const EMBEDDED_DATABASE_NAME = 'chat-gateway';
-/** Requests whose headers (with the request line) exceed this are refused with 431: Node's default, made explicit. */
-const MAX_HEADER_BYTES = 16 * 1024;
 
 export interface ServiceOptions {
   /** The legacy REST endpoints; `legacyRoutes` unless given. */
@@ -133,7 +131,7 @@ async function serve(
   const schema = buildSchema([conversations.resolvers, billing.resolvers]);
   const restRoutes = options.restRoutes ?? legacyRoutes;
   const preparedRoutes = prepareRoutes(restRoutes, schema);
-  const httpServer = createServer({ maxHeaderSize: MAX_HEADER_BYTES });
+  const httpServer = createHttpServer();
   const metrics = createMetrics({
     token: config.metricsToken,
     production: config.production,

@@ -6,12 +6,15 @@ import { sendAnswer } from './json-answer.js';
 /**
  * Answers whatever a step of the request threw, rendered for the surface it belongs to.
  * An unexpected failure is logged first, with its request id, since its answer tells nothing.
+ * A request refused before its body arrived (credentials, rate limit, size) also loses its
+ * connection: otherwise Node would keep reading the unwanted body, however slowly it comes.
  */
 function answerFailures(render: (failure: Failure, requestId: string) => HttpAnswer): ErrorRequestHandler {
   return (error: unknown, request, response, next) => {
     if (response.headersSent) return next(error);
     const failure = failureOf(error);
     if (failure.kind === 'internal') request.log.error({ err: failure.originalError ?? error }, 'request failed');
+    if (!request.complete) response.setHeader('Connection', 'close');
     sendAnswer(response, render(failure, requestIdOf(request)));
   };
 }

@@ -1,5 +1,6 @@
 import express, { Router, type ErrorRequestHandler, type RequestHandler } from 'express';
 import { failureOfAnswer, legacyAnswer, methodNotAllowed, unauthenticated } from '../errors.js';
+import { declaredBodyWithinLimit } from '../http/body-limit.js';
 import { legacyFailures } from '../http/failures.js';
 import { sendAnswer, sendJson } from '../http/json-answer.js';
 import { BODY_LIMIT_BYTES } from '../limits.js';
@@ -8,7 +9,7 @@ import { notStored } from '../security/http-headers.js';
 import { UNAUTHORIZED, type OperationExecutor, type PreparedRoute } from './executor.js';
 import { readInput } from './inputs.js';
 
-const readBody = express.text({ type: () => true, limit: BODY_LIMIT_BYTES });
+const readBody = [declaredBodyWithinLimit, express.text({ type: () => true, limit: BODY_LIMIT_BYTES })];
 
 export interface LegacyEndpointsOptions {
   /** Steps between authentication and the answer, such as the per-caller rate limit. */
@@ -38,7 +39,7 @@ export function legacyEndpoints(
       notStored,
       openSession(executor),
       ...options.afterAuthentication,
-      ...(route.method === 'POST' ? [readBody] : []),
+      ...(route.method === 'POST' ? readBody : []),
       answer(route),
     ];
     // Express answers HEAD with the GET route; HEAD must never change anything, so such a route refuses it.

@@ -1,4 +1,3 @@
-import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type Express } from 'express';
 import type { SidecarConfig } from '../config.js';
@@ -6,6 +5,7 @@ import { buildSchema } from '../graphql/schema.js';
 import { legacyFailures, noSuchPath } from '../http/failures.js';
 import { healthRoutes } from '../http/health.js';
 import { drainable, listen, Shutdown, type Scheduler } from '../http/lifecycle.js';
+import { createHttpServer } from '../http/server.js';
 import type { Logger } from '../logger.js';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.js';
 import { requestLogging } from '../observability/request-log.js';
@@ -46,7 +46,7 @@ export async function startSidecar(options: SidecarOptions): Promise<RunningSide
   const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
   const metrics = createMetrics({ token: config.metricsToken, production: config.production });
   const app = sidecarApp(options, shutdown, metrics);
-  const server = createServer(app);
+  const server = createHttpServer().on('request', app);
   const { drain } = drainable(server);
   await listen(server, config.port, config.host);
   const { port } = server.address() as AddressInfo;

@@ -1,0 +1,16 @@
+import { createServer, type Server } from 'node:http';
+import { HTTP_SERVER_LIMITS } from '../limits.js';
+
+/** An HTTP server with `HTTP_SERVER_LIMITS`: every server of the service is made here. */
+export function createHttpServer(): Server {
+  const limits = HTTP_SERVER_LIMITS;
+  const server = createServer({
+    maxHeaderSize: limits.maxHeaderBytes,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    connectionsCheckingInterval: limits.timeoutCheckIntervalMs,
+  });
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.maxConnections = limits.maxConnections;
+  return server;
+}

@@ -1,0 +1,107 @@
+import { connect, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HTTP_SERVER_LIMITS } from '../../src/limits.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { send } from './http.js';
+
+let gateway: TestGateway;
+let authorization: string;
+
+beforeAll(async () => {
+  // 1 request a second per caller, so 10 a second (and a burst of 20) per address.
+  gateway = await startTestGateway({ RATE_LIMIT: '1' });
+  authorization = `Bearer ${await gateway.token(1)}`;
+});
+afterAll(() => gateway?.stop());
+
+interface Exchange {
+  /** The first chunk the server sent, as text. */
+  answer: Promise<string>;
+  /** Milliseconds from connecting until the server closed the connection. */
+  closedAfterMs: Promise<number>;
+  socket: Socket;
+}
+
+/**
+ * A raw connection from `localAddress` that sends `head` (request line and headers), then a body
+ * one byte every `everyMs`, as a slow or malicious client would, until the server closes it.
+ */
+function trickle(head: string, { everyMs = 500, localAddress = '127.0.0.1' } = {}): Exchange {
+  const { port } = new URL(gateway.url);
+  const socket = connect({ host: '127.0.0.1', port: Number(port), localAddress });
+  const started = performance.now();
+  socket.on('error', () => {});
+  socket.write(head);
+  const dribble = setInterval(() => socket.writable && socket.write('x'), everyMs);
+  const answer = new Promise<string>((resolve) => socket.once('data', (chunk) => resolve(chunk.toString('latin1'))));
+  const closedAfterMs = new Promise<number>((resolve) =>
+    socket.once('close', () => {
+      clearInterval(dribble);
+      resolve(performance.now() - started);
+    }),
+  );
+  return { answer, closedAfterMs, socket };
+}
+
+const post = (path: string, headers: Record<string, string | number>) =>
+  `POST ${path} HTTP/1.1\r\nHost: gateway\r\n${Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('')}\r\n`;
+
+/** Before, Node kept reading such a body until its 300 s request timeout; now the connection ends with the answer. */
+const PROMPTLY_MS = 5_000;
+
+describe('a request refused before its body is read', () => {
+  it('answers 401 on /graphql and closes the connection at once, however slowly the body comes', async () => {
+    const exchange = trickle(post('/graphql', { 'content-type': 'application/json', 'content-length': 100_000 }));
+    const answer = await exchange.answer;
+    expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+    expect(answer).toMatch(/\r\nConnection: close\r\n/i);
+    expect(await exchange.closedAfterMs).toBeLessThan(PROMPTLY_MS);
+  });
+
+  it('answers 401 on a REST endpoint in its shape and closes the connection at once', async () => {
+    const exchange = trickle(post('/buy', { 'content-type': 'application/json', 'content-length': 100_000 }));
+    const answer = await exchange.answer;
+    expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+    expect(answer).toMatch(/\r\nConnection: close\r\n/i);
+    expect(answer).toMatch(/\{"status":false,"error":"unauthorized"\}$/);
+    expect(await exchange.closedAfterMs).toBeLessThan(PROMPTLY_MS);
+  });
+
+  it('answers 413 to a declared body over the limit and closes the connection at once', async () => {
+    const exchange = trickle(post('/graphql', { authorization, 'content-type': 'application/json', 'content-length': 200_000 }));
+    expect(await exchange.answer).toMatch(/^HTTP\/1\.1 413 /);
+    expect(await exchange.closedAfterMs).toBeLessThan(PROMPTLY_MS);
+  });
+
+  it('answers 429 to an address over its limit and closes the connection at once', async () => {
+    const flooder = '127.0.0.77';
+    const answers = await Promise.all(Array.from({ length: 40 }, () => send(gateway.url, { path: '/healthz/no', localAddress: flooder })));
+    expect(answers.some((answer) => answer.status === 429)).toBe(true);
+    const exchange = trickle(post('/graphql', { authorization, 'content-type': 'application/json', 'content-length': 100_000 }), { localAddress: flooder });
+    expect(await exchange.answer).toMatch(/^HTTP\/1\.1 429 /);
+    expect(await exchange.closedAfterMs).toBeLessThan(PROMPTLY_MS);
+  });
+
+  it('keeps the connection of a refused request that has no body', async () => {
+    const exchange = trickle('GET /quota HTTP/1.1\r\nHost: gateway\r\n\r\n', { everyMs: 60_000 });
+    const first = await exchange.answer;
+    expect(first).toMatch(/^HTTP\/1\.1 401 /);
+    expect(first).not.toMatch(/\r\nConnection: close\r\n/i);
+    const second = new Promise<string>((resolve) => exchange.socket.once('data', (chunk) => resolve(chunk.toString('latin1'))));
+    exchange.socket.write('GET /healthz HTTP/1.1\r\nHost: gateway\r\n\r\n');
+    expect(await second).toMatch(/^HTTP\/1\.1 200 /);
+    exchange.socket.destroy();
+  });
+});
+
+describe('a client that never finishes its headers', () => {
+  it(`is answered 408 and loses its connection once ${HTTP_SERVER_LIMITS.headersTimeoutMs / 1000} s have passed`, async () => {
+    const exchange = trickle('GET /quota HTTP/1.1\r\nHost: gateway\r\n', { everyMs: 60_000 });
+    expect(await exchange.answer).toMatch(/^HTTP\/1\.1 408 /);
+    const closedAfterMs = await exchange.closedAfterMs;
+    expect(closedAfterMs).toBeGreaterThanOrEqual(HTTP_SERVER_LIMITS.headersTimeoutMs - 100);
+    expect(closedAfterMs).toBeLessThan(HTTP_SERVER_LIMITS.headersTimeoutMs + 2 * HTTP_SERVER_LIMITS.timeoutCheckIntervalMs + 2_000);
+  }, 30_000);
+});
