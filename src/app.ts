@@ -24,6 +24,7 @@ import { credentialedGetIsPreflighted } from './security/credentialed-get.js';
 import { crossOrigin } from './security/cross-origin.js';
 import { notStored, securityHeaders } from './security/http-headers.js';
 import type { RateLimits } from './security/rate-limit.js';
+import { trustedDocumentsStep, type TrustedDocuments } from './security/trusted-documents.js';
 
 export interface AppOptions {
   /** Started; serves `/graphql` and runs the REST layer's operations. */
@@ -31,6 +32,8 @@ export interface AppOptions {
   createContext: CreateContext;
   authenticator: Authenticator;
   rateLimits: RateLimits;
+  /** Which documents `/graphql` runs by id, and whether it runs any other. */
+  trustedDocuments: TrustedDocuments;
   restRoutes: PreparedRoute[];
   /** The OpenAPI document of `restRoutes`, as served. */
   openApi: string;
@@ -80,6 +83,7 @@ export function createApp(options: AppOptions): Express {
     credentialedGetIsPreflighted,
     declaredBodyWithinLimit,
     express.json({ limit: BODY_LIMIT_BYTES }),
+    trustedDocumentsStep(options.trustedDocuments),
     expressMiddleware(apollo, {
       context: async ({ req, res }) => graphqlLog.track(res, createContext(callerOf(res), requestIdOf(req))),
     }),

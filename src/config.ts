@@ -25,6 +25,8 @@ export interface Config {
   rateLimit: number;
   /** Bearer token for `/metrics`; in production `/metrics` is served only when it is set. */
   metricsToken: string | undefined;
+  /** Trusted documents: the file of documents by id, and whether `/graphql` runs only those. */
+  persistedDocuments: { file: string; only: boolean } | undefined;
   /** Which proxies may name the client's address in `X-Forwarded-For` (for per-address rate limits and logs). */
   trustProxy: TrustProxy;
   playground: boolean;
@@ -158,6 +160,8 @@ const VARIABLES = {
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   RATE_LIMIT: wholeNumber(0, 1_000_000).default(20),
   METRICS_TOKEN: optionalText,
+  PERSISTED_DOCUMENTS: optionalText,
+  PERSISTED_DOCUMENTS_ONLY: z.enum(['true', 'false']).default('false'),
   TRUST_PROXY: optionalText.refine(
     (value) => value === undefined || /^(true|false|[0-9]+|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/.test(value),
     'must be true, false, a number of proxies, or a comma-separated list of addresses, subnets or loopback/uniquelocal',
@@ -250,6 +254,9 @@ function crossVariableProblems(environment: NodeJS.ProcessEnv): string[] {
   if (environment.JWT_SECRET?.trim() === EXAMPLE_JWT_SECRET && (environment.MONGODB_URI?.trim() || isProduction(environment))) {
     problems.push('JWT_SECRET is the example value from .env.example: choose your own secret for a lasting database or production');
   }
+  if (environment.PERSISTED_DOCUMENTS_ONLY?.trim() === 'true' && !environment.PERSISTED_DOCUMENTS?.trim()) {
+    problems.push('PERSISTED_DOCUMENTS_ONLY=true needs PERSISTED_DOCUMENTS, the file of trusted documents');
+  }
   return problems;
 }
 
@@ -281,6 +288,8 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     logLevel: env.LOG_LEVEL,
     rateLimit: env.RATE_LIMIT,
     metricsToken: env.METRICS_TOKEN,
+    persistedDocuments:
+      env.PERSISTED_DOCUMENTS === undefined ? undefined : { file: env.PERSISTED_DOCUMENTS, only: env.PERSISTED_DOCUMENTS_ONLY === 'true' },
     trustProxy: parseTrustProxy(env.TRUST_PROXY),
     playground: env.PLAYGROUND === undefined ? !production : env.PLAYGROUND === 'on',
     corsOrigins: env.CORS_ORIGINS,

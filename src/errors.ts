@@ -39,6 +39,8 @@ const KINDS = {
   payloadTooLarge: { code: ApolloServerErrorCode.BAD_REQUEST, status: 413, legacyText: 'request body too large' },
   unsupportedMediaType: { code: ApolloServerErrorCode.BAD_REQUEST, status: 415, legacyStatus: 200 },
   invalidOperation: { code: ApolloServerErrorCode.GRAPHQL_VALIDATION_FAILED, status: 400 },
+  persistedQueryNotFound: { code: ApolloServerErrorCode.PERSISTED_QUERY_NOT_FOUND, status: 400 },
+  persistedQueryOnly: { code: 'PERSISTED_QUERY_ONLY', status: 400 },
   badUserInput: { code: ApolloServerErrorCode.BAD_USER_INPUT, status: 200 },
   notAvailable: { code: 'UNAVAILABLE', status: 200 },
   databaseUnavailable: { code: 'DATABASE_UNAVAILABLE', status: 503, legacyText: SERVICE_UNAVAILABLE_TEXT },
@@ -97,6 +99,13 @@ export const unsupportedMediaType = () => new Failure('unsupportedMediaType', 'r
 
 /** An operation that validation lets through but a limit refuses (its cost), as Apollo Server refuses invalid ones. */
 export const invalidOperation = (message: string) => new Failure('invalidOperation', message);
+
+/** A request names its document by an id that no trusted document has. */
+export const persistedQueryNotFound = () => new Failure('persistedQueryNotFound', 'PersistedQueryNotFound: no trusted document has this id');
+
+/** A request carries a document's text where only trusted documents, named by their id, run. */
+export const persistedQueryOnly = () =>
+  new Failure('persistedQueryOnly', 'PersistedQueryOnly: this endpoint runs trusted documents only; send their documentId instead of a query');
 
 /** An argument or input value breaks a rule the schema cannot state. */
 export const badUserInput = (message: string) => new Failure('badUserInput', message);

@@ -19,11 +19,12 @@ import type { Logger } from './logger.js';
 import { graphqlLogging } from './observability/graphql-logging.js';
 import { createMetrics } from './observability/metrics.js';
 import { createHttpServer } from './http/server.js';
-import { prepareRoutes } from './rest/executor.js';
+import { prepareRoutes, restLayerDocuments } from './rest/executor.js';
 import { openApiDocument } from './rest/openapi.js';
 import type { RestRoute } from './rest/route.js';
 import { legacyRoutes } from './rest/routes.js';
 import { createRateLimits } from './security/rate-limit.js';
+import { TrustedDocuments } from './security/trusted-documents.js';
 import { DEMO_USER_ID, demoData } from './seed/demo-data.js';
 import { loadSeed, readSeedFile } from './seed/seed-file.js';
 import { packageVersion } from './version.js';
@@ -64,6 +65,10 @@ export interface Domains {
 
 /** The composition root: configuration → database → domains → GraphQL → HTTP. */
 export async function startService(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<RunningService> {
+  // Trusted documents first: a bad PERSISTED_DOCUMENTS file stops the start before anything runs.
+  const restRoutes = options.restRoutes ?? legacyRoutes;
+  const trustedDocuments = await TrustedDocuments.load(config.persistedDocuments, restLayerDocuments(restRoutes));
+
   // Database: the real one, or the embedded engine in this process.
   const embedded = config.mongodbUri === undefined ? await startEmbeddedServer({ host: '127.0.0.1', port: 0 }) : undefined;
   let database: Database;
@@ -74,7 +79,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
     throw error;
   }
   try {
-    return await serve(config, logger, options, database, embedded);
+    return await serve(config, logger, { ...options, restRoutes, trustedDocuments }, database, embedded);
   } catch (error) {
     // Nothing listens: what was opened is closed, so a refused start leaves nothing behind.
     await database.close();
@@ -86,7 +91,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
 async function serve(
   config: Config,
   logger: Logger,
-  options: ServiceOptions,
+  options: ServiceOptions & { restRoutes: RestRoute[]; trustedDocuments: TrustedDocuments },
   database: Database,
   embedded: EmbeddedServer | undefined,
 ): Promise<RunningService> {
@@ -129,13 +134,13 @@ async function serve(
 
   // GraphQL: one schema and one Apollo Server, for /graphql and the REST layer alike.
   const schema = buildSchema([conversations.resolvers, billing.resolvers]);
-  const restRoutes = options.restRoutes ?? legacyRoutes;
+  const { restRoutes, trustedDocuments } = options;
   const preparedRoutes = prepareRoutes(restRoutes, schema);
   const httpServer = createHttpServer();
   const metrics = createMetrics({
     token: config.metricsToken,
     production: config.production,
-    knownOperationNames: preparedRoutes.map((route) => route.prepared.name),
+    knownOperationNames: [...preparedRoutes.map((route) => route.prepared.name), ...trustedDocuments.operationNames],
     database,
     domainMetrics: billing.official?.metrics,
   });
@@ -155,6 +160,7 @@ async function serve(
     createContext,
     authenticator,
     rateLimits: createRateLimits(config.rateLimit),
+    trustedDocuments,
     restRoutes: preparedRoutes,
     openApi: JSON.stringify(openApiDocument(restRoutes, packageVersion, config.restBasePath)),
     database,

@@ -40,6 +40,8 @@ export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions
     parseOptions: limits.parseOptions,
     validationRules: limits.validationRules,
     allowBatchedHttpRequests: false,
+    // Documents are named by id only as trusted documents (security/trusted-documents.ts), never registered by clients.
+    persistedQueries: false,
     csrfPrevention: true,
     // The service stops on signals itself, in order; Apollo's own handler would re-raise the signal and kill it.
     stopOnTerminationSignals: false,

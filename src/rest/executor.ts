@@ -1,6 +1,8 @@
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { getOperationAST, OperationTypeNode, print, validate, type GraphQLError, type GraphQLSchema } from 'graphql';
 import type { Caller } from '../auth/authenticator.js';
+import { documentIdOf } from '../security/trusted-documents.js';
+import { ConfirmCallerDocument } from './generated/operations.js';
 import type { RestRoute } from './route.js';
 
 /** A route's operation, printed and validated once at start. */
@@ -8,10 +10,12 @@ export interface PreparedOperation {
   document: TypedDocumentNode;
   /** The printed document, which the GraphQL server caches parsed and validated by its text. */
   text: string;
+  /** The id a remote gateway knows it by (see trusted-documents.ts). */
+  id: string;
   name: string;
   /**
-   * The route changes data (its operation is a mutation, or the route says so), so it must never
-   * run for a HEAD request.
+   * The operation changes data (a mutation, or its route says so, as claiming a gift does), so it
+   * must never run for a HEAD request.
    */
   changesData: boolean;
 }
@@ -51,17 +55,30 @@ export interface OperationExecutor {
 /** Prints and validates every route's operation against the schema, failing the start on any mismatch. */
 export function prepareRoutes(routes: readonly RestRoute[], schema: GraphQLSchema): PreparedRoute[] {
   return routes.map((route) => {
-    const problems: readonly GraphQLError[] = validate(schema, route.operation);
-    const operation = getOperationAST(route.operation);
-    if (problems.length > 0 || !operation?.name) {
-      throw new Error(`operation of ${route.method} ${route.path} does not fit the schema: ${problems.map((p) => p.message).join('; ')}`);
-    }
-    return { ...route, prepared: {
-        document: route.operation,
-        text: print(route.operation),
-        name: operation.name.value,
-        changesData: operation.operation === OperationTypeNode.MUTATION || route.changesData === true,
-      },
-    };
+    const prepared = prepareOperation(route.operation, schema, `${route.method} ${route.path}`);
+    return { ...route, prepared: { ...prepared, changesData: prepared.changesData || route.changesData === true } };
   });
+}
+
+/** The sidecar's check of credentials, for answers that need no operation of a route. */
+export function confirmCallerOperation(schema: GraphQLSchema): PreparedOperation {
+  return prepareOperation(ConfirmCallerDocument, schema, 'the credentials check');
+}
+
+/**
+ * The texts of every operation the REST layer runs. The gateway trusts them as documents
+ * (trusted-documents.ts), so a sidecar names them by id even where only trusted documents run.
+ */
+export function restLayerDocuments(routes: readonly RestRoute[]): string[] {
+  return [...routes.map((route) => route.operation), ConfirmCallerDocument].map((document) => print(document));
+}
+
+function prepareOperation(document: TypedDocumentNode<any, any>, schema: GraphQLSchema, usedBy: string): PreparedOperation {
+  const problems: readonly GraphQLError[] = validate(schema, document);
+  const operation = getOperationAST(document);
+  if (problems.length > 0 || !operation?.name) {
+    throw new Error(`operation of ${usedBy} does not fit the schema: ${problems.map((p) => p.message).join('; ')}`);
+  }
+  const text = print(document);
+  return { document, text, id: documentIdOf(text), name: operation.name.value, changesData: operation.operation === OperationTypeNode.MUTATION };
 }

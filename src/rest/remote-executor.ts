@@ -5,9 +5,8 @@ import {
   type OperationExecutor,
   type OperationResult,
   type OperationSession,
+  type PreparedOperation,
 } from './executor.js';
-
-const CONFIRM_CALLER = { text: 'query ConfirmCaller { __typename }', name: 'ConfirmCaller' };
 
 /**
  * Resolves when `upstream` answers a GraphQL request (`{ __typename }`, without credentials)
@@ -42,11 +41,13 @@ function isGraphQLResponse(body: unknown): body is OperationResult {
  * Sidecar mode: forwards each operation to a remote GraphQL endpoint with the caller's
  * `Authorization`, the request id (one id across both logs) and the client's address
  * (`X-Forwarded-For`, for the gateway's per-address limit when it trusts this proxy).
+ * Operations are named by their document id, which the gateway trusts even where it runs
+ * only trusted documents. `confirmCaller` is the operation that checks credentials alone.
  */
-export function remoteExecutor(upstream: URL, timeoutMs: number): OperationExecutor {
+export function remoteExecutor(upstream: URL, timeoutMs: number, confirmCaller: PreparedOperation): OperationExecutor {
   async function post(
     caller: CallerRequest & { authorization: string },
-    operation: { text: string; name: string },
+    operation: PreparedOperation,
     variables: Record<string, unknown>,
   ): Promise<OperationResult | typeof UNAUTHORIZED> {
     let response: Response;
@@ -59,7 +60,7 @@ export function remoteExecutor(upstream: URL, timeoutMs: number): OperationExecu
           'x-request-id': caller.requestId,
           ...(caller.clientAddress ? { 'x-forwarded-for': caller.clientAddress } : {}),
         },
-        body: JSON.stringify({ query: operation.text, operationName: operation.name, variables }),
+        body: JSON.stringify({ documentId: operation.id, operationName: operation.name, variables }),
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {
@@ -83,7 +84,7 @@ export function remoteExecutor(upstream: URL, timeoutMs: number): OperationExecu
       const caller = { ...request, authorization };
       const session: OperationSession = {
         run: (operation, variables) => post(caller, operation, variables),
-        confirmCaller: async () => (await post(caller, CONFIRM_CALLER, {})) !== UNAUTHORIZED,
+        confirmCaller: async () => (await post(caller, confirmCaller, {})) !== UNAUTHORIZED,
       };
       return session;
     },

@@ -12,7 +12,7 @@ import { requestLogging } from '../observability/request-log.js';
 import { crossOrigin } from '../security/cross-origin.js';
 import { securityHeaders } from '../security/http-headers.js';
 import { packageVersion } from '../version.js';
-import { prepareRoutes } from './executor.js';
+import { confirmCallerOperation, prepareRoutes } from './executor.js';
 import { legacyEndpoints } from './legacy-router.js';
 import { openApiDocument } from './openapi.js';
 import { probeUpstream, remoteExecutor } from './remote-executor.js';
@@ -76,13 +76,10 @@ function sidecarApp(options: SidecarOptions, shutdown: Shutdown, metrics: Gatewa
     response.type('application/json').send(openApi);
   });
   // The gateway limits callers itself, and its refusals are answered like local ones.
-  const routes = prepareRoutes(legacyRoutes, buildSchema());
-  app.use(
-    ...legacyEndpoints(routes, remoteExecutor(upstream, timeoutMs), {
-      afterAuthentication: [],
-      basePath: options.config.restBasePath,
-    }),
-  );
+  const schema = buildSchema();
+  const routes = prepareRoutes(legacyRoutes, schema);
+  const executor = remoteExecutor(upstream, timeoutMs, confirmCallerOperation(schema));
+  app.use(...legacyEndpoints(routes, executor, { afterAuthentication: [], basePath: options.config.restBasePath }));
   app.use(noSuchPath, legacyFailures('error'));
   return app;
 }

@@ -1,0 +1,170 @@
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import type { RequestHandler } from 'express';
+import { Kind, parse, type DocumentNode } from 'graphql';
+import { ConfigError } from '../config.js';
+import { badRequest, persistedQueryNotFound, persistedQueryOnly } from '../errors.js';
+
+/**
+ * How a GraphQL request names the document it runs, over HTTP (a POST body, GET's parameters)
+ * or WebSocket (a subscribe message's payload): by its text (`query`), or by the id of a
+ * trusted document, either as `documentId` or as Apollo Client's persisted-query hash
+ * (`extensions.persistedQuery.sha256Hash`).
+ */
+export interface DocumentReference {
+  query?: unknown;
+  documentId?: unknown;
+  extensions?: unknown;
+}
+
+/** A document's id: the lowercase hex SHA-256 of its text, as GraphQL Code Generator's client preset makes it with `hashAlgorithm: 'sha256'`. */
+export function documentIdOf(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/**
+ * The documents this gateway trusts, by id: those of the `PERSISTED_DOCUMENTS` file and the REST
+ * layer's own operations (so a REST sidecar can name them by id). With `only`, a request must name
+ * one by id; its text is refused whatever it is.
+ */
+export class TrustedDocuments {
+  private constructor(
+    private readonly texts: ReadonlyMap<string, string>,
+    readonly only: boolean,
+    /** The operation names of the file's documents, known at start. */
+    readonly operationNames: readonly string[],
+  ) {}
+
+  /** Trusts `builtIn` (the REST layer's operations, by their text) and, when given, the documents of `source`. */
+  static async load(source: { file: string; only: boolean } | undefined, builtIn: readonly string[]): Promise<TrustedDocuments> {
+    const fromFile = source === undefined ? { texts: [], operationNames: [] } : parseDocumentsFile(source.file, await readDocumentsFile(source.file));
+    const texts = new Map([...fromFile.texts, ...builtIn.map((text) => [documentIdOf(text), text] as const)]);
+    return new TrustedDocuments(texts, source?.only ?? false, fromFile.operationNames);
+  }
+
+  /**
+   * The text of the document a request runs, or undefined when it names none (GraphQL's own
+   * answer to an empty request then applies). Throws `PERSISTED_QUERY_ONLY` for a text where only
+   * trusted documents run, `PERSISTED_QUERY_NOT_FOUND` for an id no trusted document has. A request
+   * with both a text and an id runs its text (as Apollo Client sends them after an unknown id).
+   */
+  documentFor(request: DocumentReference): string | undefined {
+    const carriesText = request.query !== undefined && request.query !== null;
+    if (carriesText && this.only) throw persistedQueryOnly();
+    const id = idOf(request);
+    if (carriesText || id === undefined) return request.query as string | undefined;
+    const text = this.texts.get(id);
+    if (text === undefined) throw persistedQueryNotFound();
+    return text;
+  }
+}
+
+function idOf({ documentId, extensions }: DocumentReference): string | undefined {
+  if (typeof documentId === 'string') return documentId;
+  const hash = (extensions as { persistedQuery?: { sha256Hash?: unknown } } | null | undefined)?.persistedQuery?.sha256Hash;
+  return typeof hash === 'string' ? hash : undefined;
+}
+
+async function readDocumentsFile(file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError([`PERSISTED_DOCUMENTS cannot be read: ${(error as Error).message}`]);
+  }
+}
+
+/**
+ * The file's map of id → document: a JSON object of GraphQL documents by id. Its keys are taken
+ * as they are: the SHA-256 of each text with `hashAlgorithm: 'sha256'`, the SHA-1 with the client
+ * preset's default; clients send the same ids. Any entry that is not a GraphQL document stops the start.
+ */
+function parseDocumentsFile(file: string, content: string): { texts: [string, string][]; operationNames: string[] } {
+  let entries: unknown;
+  try {
+    entries = JSON.parse(content);
+  } catch {
+    entries = undefined;
+  }
+  if (typeof entries !== 'object' || entries === null || Array.isArray(entries)) {
+    throw new ConfigError([`PERSISTED_DOCUMENTS ${file} must be a JSON object mapping document ids to documents`]);
+  }
+  const problems: string[] = [];
+  const texts: [string, string][] = [];
+  const operationNames: string[] = [];
+  for (const [id, text] of Object.entries(entries)) {
+    const document = typeof text === 'string' ? parsedOrNull(text) : null;
+    if (document === null) {
+      problems.push(`PERSISTED_DOCUMENTS ${file}, entry ${id}: not a GraphQL document`);
+      continue;
+    }
+    texts.push([id, text as string]);
+    for (const definition of document.definitions) {
+      if (definition.kind === Kind.OPERATION_DEFINITION && definition.name) operationNames.push(definition.name.value);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { texts, operationNames };
+}
+
+function parsedOrNull(text: string): DocumentNode | null {
+  try {
+    return parse(text);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The `/graphql` step, after the JSON body is read: applies `documentFor` to the request and
+ * hands Apollo Server the text of the document it names, in the POST body or GET's `query`
+ * parameter, with the id taken out (Apollo Server's own persisted queries are off).
+ */
+export function trustedDocumentsStep(trusted: TrustedDocuments): RequestHandler {
+  return (request, _response, next) => {
+    if (request.method === 'POST' && Array.isArray(request.body)) {
+      // Batches are refused by Apollo Server; where only trusted documents run, one carrying a text is refused as such.
+      for (const operation of request.body as unknown[]) if (isRecord(operation)) trusted.documentFor(operation);
+    } else if (request.method === 'POST' && isRecord(request.body)) {
+      const body = request.body;
+      const text = trusted.documentFor(body);
+      if (text !== undefined) body.query = text;
+      delete body.documentId;
+      if (isRecord(body.extensions)) delete body.extensions.persistedQuery;
+    } else if (request.method === 'GET') {
+      const [path, search = ''] = request.url.split('?', 2) as [string, string?];
+      const parameters = new URLSearchParams(search);
+      const extensions = jsonParameter(parameters, 'extensions');
+      const text = trusted.documentFor({ query: onlyParameter(parameters, 'query'), documentId: onlyParameter(parameters, 'documentId'), extensions });
+      if (text !== undefined) parameters.set('query', text);
+      parameters.delete('documentId');
+      if (isRecord(extensions) && 'persistedQuery' in extensions) {
+        delete extensions.persistedQuery;
+        parameters.set('extensions', JSON.stringify(extensions));
+      }
+      request.url = `${path}?${parameters}`;
+    }
+    next();
+  };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A GET parameter given at most once, as Apollo Server reads `query`. */
+function onlyParameter(parameters: URLSearchParams, name: string): string | undefined {
+  const values = parameters.getAll(name);
+  if (values.length > 1) throw badRequest(`the '${name}' search parameter may only be specified once`);
+  return values[0];
+}
+
+/** A JSON parameter, or undefined when absent or not JSON (Apollo Server then answers for it). */
+function jsonParameter(parameters: URLSearchParams, name: string): unknown {
+  const value = parameters.get(name);
+  if (value === null) return undefined;
+  try {
+    return JSON.parse(value) as unknown;
+  } catch {
+    return undefined;
+  }
+}
