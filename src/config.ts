@@ -23,6 +23,8 @@ export interface Config {
   logLevel: LogLevel;
   /** Requests per second per caller; 0 turns limiting off. */
   rateLimit: number;
+  /** Where rate-limit counters live: this process's memory, or the database (one budget across instances). */
+  rateLimitStore: 'memory' | 'mongo';
   /** Bearer token for `/metrics`; in production `/metrics` is served only when it is set. */
   metricsToken: string | undefined;
   /** Trusted documents: the file of documents by id, and whether `/graphql` runs only those. */
@@ -159,6 +161,7 @@ const VARIABLES = {
   NODE_ENV: optionalText,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   RATE_LIMIT: wholeNumber(0, 1_000_000).default(20),
+  RATE_LIMIT_STORE: z.enum(['memory', 'mongo']).default('memory'),
   METRICS_TOKEN: optionalText,
   PERSISTED_DOCUMENTS: optionalText,
   PERSISTED_DOCUMENTS_ONLY: z.enum(['true', 'false']).default('false'),
@@ -287,6 +290,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     production,
     logLevel: env.LOG_LEVEL,
     rateLimit: env.RATE_LIMIT,
+    rateLimitStore: env.RATE_LIMIT_STORE,
     metricsToken: env.METRICS_TOKEN,
     persistedDocuments:
       env.PERSISTED_DOCUMENTS === undefined ? undefined : { file: env.PERSISTED_DOCUMENTS, only: env.PERSISTED_DOCUMENTS_ONLY === 'true' },

@@ -159,7 +159,10 @@ async function serve(
     apollo,
     createContext,
     authenticator,
-    rateLimits: createRateLimits(config.rateLimit),
+    rateLimits: await createRateLimits({
+      requestsPerSecond: config.rateLimit,
+      sharedIn: config.rateLimitStore === 'mongo' ? connection.db : undefined,
+    }),
     trustedDocuments,
     restRoutes: preparedRoutes,
     openApi: JSON.stringify(openApiDocument(restRoutes, packageVersion, config.restBasePath)),

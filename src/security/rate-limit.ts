@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import ipaddr from 'ipaddr.js';
-import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { Db } from 'mongodb';
+import { BurstyRateLimiter, RateLimiterMemory, RateLimiterMongo, RateLimiterRes } from 'rate-limiter-flexible';
 import { callerOf } from '../auth/require-caller.js';
 import { rateLimited } from '../errors.js';
 
@@ -12,6 +13,8 @@ const BURST_WINDOW_SECONDS = 10;
  * callers share an address behind NAT or a proxy, so this only stops a single host's flood.
  */
 const ADDRESS_FACTOR = 10;
+/** The collection of shared counters (RATE_LIMIT_STORE=mongo): one document per caller and window. */
+const COUNTERS_COLLECTION = 'rateLimits';
 
 /** Steps that count a request and throw the rate-limited failure when it is over its limit. */
 export interface RateLimits {
@@ -21,17 +24,31 @@ export interface RateLimits {
   byCaller: RequestHandler;
 }
 
+export interface RateLimitOptions {
+  /** Per caller, with bursts (see `BURST_SECONDS`); 0 turns limiting off. */
+  requestsPerSecond: number;
+  /**
+   * Where callers' counters live: given a database, there, so every instance on it counts one
+   * budget per caller; otherwise in this process's memory, each instance counting on its own.
+   */
+  sharedIn?: Db;
+}
+
 /**
- * `requestsPerSecond` per caller, with bursts (see `BURST_SECONDS`); 0 turns limiting off.
- * Counters live in this process's memory: each instance limits on its own.
+ * The rate limits. Per-address counters always live in memory: they only stop one host's flood,
+ * which must not turn into database writes. Shared per-caller counters cost one database round
+ * trip per authenticated request; a caller over the limit costs none (this instance blocks them in
+ * memory until the window ends), and if the database fails, counting goes on in memory.
  */
-export function createRateLimits(requestsPerSecond: number): RateLimits {
+export async function createRateLimits(options: RateLimitOptions): Promise<RateLimits> {
+  const { requestsPerSecond, sharedIn } = options;
   if (requestsPerSecond === 0) {
     const pass: RequestHandler = (_request, _response, next) => next();
     return { byAddress: pass, byCaller: pass };
   }
-  const perCaller = new Limiter('caller', requestsPerSecond);
+  const perCaller = new Limiter('caller', requestsPerSecond, sharedIn);
   const perAddress = new Limiter('address', requestsPerSecond * ADDRESS_FACTOR);
+  if (sharedIn) await perCaller.createIndexes();
   return {
     async byAddress(request, _response, next) {
       await perAddress.take(addressKey(request.ip));
@@ -57,12 +74,34 @@ export function addressKey(address: string | undefined): string {
 
 class Limiter {
   private readonly limiter: BurstyRateLimiter;
+  private readonly stores: RateLimiterMongo[] = [];
 
-  constructor(keyPrefix: string, perSecond: number) {
-    this.limiter = new BurstyRateLimiter(
-      new RateLimiterMemory({ keyPrefix, points: perSecond, duration: 1 }),
-      new RateLimiterMemory({ keyPrefix: `${keyPrefix}-burst`, points: perSecond * BURST_SECONDS, duration: BURST_WINDOW_SECONDS }),
-    );
+  constructor(keyPrefix: string, perSecond: number, database?: Db) {
+    const windows = [
+      { keyPrefix, points: perSecond, duration: 1 },
+      { keyPrefix: `${keyPrefix}-burst`, points: perSecond * BURST_SECONDS, duration: BURST_WINDOW_SECONDS },
+    ];
+    const [steady, burst] = windows.map((window) => {
+      if (database === undefined) return new RateLimiterMemory(window);
+      const store = new RateLimiterMongo({
+        ...window,
+        storeClient: database,
+        tableName: COUNTERS_COLLECTION,
+        disableIndexesCreation: true,
+        // A key over its limit is refused from memory until its window ends, without a round trip.
+        inMemoryBlockOnConsumed: window.points,
+        // If the database fails, counting goes on in this process rather than failing the request.
+        insuranceLimiter: new RateLimiterMemory(window),
+      });
+      this.stores.push(store);
+      return store;
+    });
+    this.limiter = new BurstyRateLimiter(steady!, burst!);
+  }
+
+  /** The shared counters' indexes: one document per key, and expired windows removed by MongoDB. */
+  async createIndexes(): Promise<void> {
+    await this.stores[0]?.createIndexes();
   }
 
   async take(key: string): Promise<void> {
