@@ -46,13 +46,15 @@ export class TrustedDocuments {
    * The text of the document a request runs, or undefined when it names none (GraphQL's own
    * answer to an empty request then applies). Throws `PERSISTED_QUERY_ONLY` for a text where only
    * trusted documents run, `PERSISTED_QUERY_NOT_FOUND` for an id no trusted document has. A request
-   * with both a text and an id runs its text (as Apollo Client sends them after an unknown id).
+   * with both a text and an id runs its text (as Apollo Client sends them after an unknown id). An
+   * empty `query` is no text: graphql-ws requires the field, so a subscribe message naming a
+   * trusted document by id carries `query: ""`.
    */
   documentFor(request: DocumentReference): string | undefined {
-    const carriesText = request.query !== undefined && request.query !== null;
+    const carriesText = request.query !== undefined && request.query !== null && request.query !== '';
     if (carriesText && this.only) throw persistedQueryOnly();
     const id = idOf(request);
-    if (carriesText || id === undefined) return request.query as string | undefined;
+    if (carriesText || id === undefined) return (request.query ?? undefined) as string | undefined;
     const text = this.texts.get(id);
     if (text === undefined) throw persistedQueryNotFound();
     return text;
