@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createAccounts, type Accounts } from './accounts/index.js';
 import { createApp } from './app.js';
 import { secretKey, signAccessToken } from './auth/access-token.js';
@@ -45,7 +48,7 @@ export interface RunningService {
   url: string;
   database: Database;
   domains: Domains;
-  /** The embedded engine's address, when no MONGODB_URI was given. */
+  /** The embedded engine's address (a Unix socket), when no MONGODB_URI was given. */
   embeddedUri: string | undefined;
   /** A token for the demo user, only while the demo data is loaded (embedded engine, no SEED_FILE). */
   demoToken: string | undefined;
@@ -63,6 +66,23 @@ export interface Domains {
   billing: Billing;
 }
 
+/**
+ * The embedded engine for this process alone: on a Unix socket (0600) in a fresh directory only
+ * this user can enter (0700), never on a TCP port where anyone on the machine could rewrite
+ * balances. Closing it removes the directory.
+ */
+async function startPrivateEngine(): Promise<EmbeddedServer> {
+  const directory = await mkdtemp(join(tmpdir(), 'chat-gateway-'));
+  const server = await startEmbeddedServer({ socketPath: join(directory, 'mongodb.sock') });
+  return {
+    uri: server.uri,
+    async close() {
+      await server.close();
+      await rm(directory, { recursive: true, force: true });
+    },
+  };
+}
+
 /** The composition root: configuration → database → domains → GraphQL → HTTP. */
 export async function startService(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<RunningService> {
   // Trusted documents first: a bad PERSISTED_DOCUMENTS file stops the start before anything runs.
@@ -70,7 +90,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
   const trustedDocuments = await TrustedDocuments.load(config.persistedDocuments, restLayerDocuments(restRoutes));
 
   // Database: the real one, or the embedded engine in this process.
-  const embedded = config.mongodbUri === undefined ? await startEmbeddedServer({ host: '127.0.0.1', port: 0 }) : undefined;
+  const embedded = config.mongodbUri === undefined ? await startPrivateEngine() : undefined;
   let database: Database;
   try {
     database = await connectDatabase(config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME), logger);
