@@ -28,11 +28,11 @@ async function startInstances(store: 'mongo' | 'memory'): Promise<string[]> {
         JWT_SECRET: SECRET,
         RATE_LIMIT: String(RATE),
         RATE_LIMIT_STORE: store,
-        LOG_LEVEL: 'warn',
+        LOG_LEVEL: 'info',
       });
       gateways.push(gateway);
-      const [, url] = (await gateway.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/)) as unknown as [string, string];
-      return url;
+      const [logLine] = await gateway.waitFor(/^\{.*"msg":"listening".*\}$/m);
+      return (JSON.parse(logLine) as { url: string }).url;
     }),
   );
 }
