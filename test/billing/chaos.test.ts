@@ -27,10 +27,13 @@ import { eventually, NOT_CONFIRMED, NOT_ENOUGH_MONEY, officialProcessEnvironment
  * and not, and gift claims. Once all heals, every user's balance must be exactly the seed, plus
  * 10 points per unit of money the provider took, plus the gifts credited.
  *
- * Replay a run with CHAOS_SEED=<the seed it printed>; the schedule of requests, faults and kills
- * follows from the seed (the interleavings of real processes do not).
+ * The suite runs one fixed seed; CHAOS_SEED=<n> runs another (CHAOS_SEED=random picks one, and
+ * prints it). The schedule of requests, faults and kills follows from the seed (the interleavings
+ * of real processes do not).
  */
-const SEED = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));
+const DEFAULT_SEED = 101;
+const SEED =
+  process.env.CHAOS_SEED === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.CHAOS_SEED ?? DEFAULT_SEED);
 const TRAFFIC_MS = 30_000;
 /** No stall starts later than this before the end of the traffic, so that healing stays short. */
 const LAST_STALL_BEFORE_END_MS = 12_000;
@@ -372,6 +375,9 @@ async function heal(world: World): Promise<void> {
 /** Checks what the provider and the gateways did; answers the figures of the run. */
 async function verify(world: World, tally: Tally): Promise<string[]> {
   const { stub, people, models, gateways } = world;
+  // The gateways' sweeps go on meanwhile: review lines are read before the purchases, so that each
+  // one's flag (written before its line) is in what is read.
+  const reviewLogs = gateways.flatMap((gateway) => gateway.logLines(50)).filter((line) => /needs review/.test(String(line.msg)));
   const all = await models.purchases.find({}, { _id: 0 }).lean<PurchaseRecord[]>();
 
   // What the provider did: each order charged once, and only orders of valid, recorded buys.
@@ -442,7 +448,6 @@ async function verify(world: World, tally: Tally): Promise<string[]> {
 
   // Each purchase flagged for review was logged at error by the instance that flagged it (unless killed right then).
   const review = all.filter((purchase) => purchase.reviewSince !== undefined);
-  const reviewLogs = gateways.flatMap((gateway) => gateway.logLines(50)).filter((line) => /needs review/.test(String(line.msg)));
   const flagged = new Set(review.map((purchase) => purchase.orderId));
   expect(reviewLogs.filter((line) => !flagged.has(String(line.orderId)))).toEqual([]);
   if (review.length > 0) expect(reviewLogs.length).toBeGreaterThan(0);
