@@ -7,7 +7,7 @@ import { createAccounts, type Accounts } from './accounts/index.js';
 import { createApp } from './app.js';
 import { secretKey, signAccessToken } from './auth/access-token.js';
 import { Authenticator } from './auth/authenticator.js';
-import type { Clock } from './billing/clock.js';
+import type { Clock } from './clock.js';
 import { createBilling, type Billing } from './billing/index.js';
 import type { Config } from './config.js';
 import type { CreateContext } from './context.js';

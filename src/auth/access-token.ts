@@ -29,16 +29,27 @@ export function isTokenLifetime(span: string): boolean {
   }
 }
 
-/** The user id of a valid token, or null for anything else (bad signature, other algorithm, expired, bad `sub`). */
-export async function verifyAccessToken(key: Uint8Array, token: string): Promise<number | null> {
+export interface VerifiedToken {
+  userId: number;
+  /** When the token stops being accepted (its `exp` plus the clock tolerance), in ms since the epoch; absent without `exp`. */
+  acceptedUntil?: number;
+}
+
+/**
+ * The user of a valid token, or null for anything else (bad signature, other algorithm, expired,
+ * bad `sub`), judged at `now` (ms since the epoch).
+ */
+export async function verifyAccessToken(key: Uint8Array, token: string, now = Date.now()): Promise<VerifiedToken | null> {
   try {
     const { payload } = await jwtVerify(token, key, {
       algorithms: [ALGORITHM],
       clockTolerance: CLOCK_TOLERANCE_SECONDS,
+      currentDate: new Date(now),
     });
     if (typeof payload.sub !== 'string' || !USER_ID_PATTERN.test(payload.sub)) return null;
     const userId = Number(payload.sub);
-    return Number.isSafeInteger(userId) ? userId : null;
+    if (!Number.isSafeInteger(userId)) return null;
+    return payload.exp === undefined ? { userId } : { userId, acceptedUntil: (payload.exp + CLOCK_TOLERANCE_SECONDS) * 1000 };
   } catch {
     return null;
   }

@@ -1,9 +1,16 @@
 import type { AccountStore } from '../accounts/account.store.js';
+import { systemClock, type Clock } from '../clock.js';
 import { API_KEY_PREFIX, hashApiKey } from './api-key.js';
 import { verifyAccessToken } from './access-token.js';
 
 export interface Caller {
   userId: number;
+  /**
+   * When the credential stops being accepted (ms since the epoch): an access token's `exp`
+   * (with the clock tolerance). Absent for API keys and tokens without `exp`. A WebSocket
+   * authenticated with it is closed then.
+   */
+  acceptedUntil?: number;
 }
 
 /** Tokens and keys are printable ASCII without spaces; anything else is refused before any lookup. */
@@ -14,15 +21,15 @@ export class Authenticator {
   constructor(
     private readonly key: Uint8Array,
     private readonly accounts: AccountStore,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** The caller, or null for refused credentials. */
   async authenticate(authorization: string | undefined): Promise<Caller | null> {
     const credential = credentialOf(authorization);
     if (credential === null) return null;
-    const userId = credential.startsWith(API_KEY_PREFIX)
-      ? await this.accounts.userIdForApiKeyHash(hashApiKey(credential))
-      : await verifyAccessToken(this.key, credential);
+    if (!credential.startsWith(API_KEY_PREFIX)) return verifyAccessToken(this.key, credential, this.clock.now());
+    const userId = await this.accounts.userIdForApiKeyHash(hashApiKey(credential));
     return userId === null ? null : { userId };
   }
 }

@@ -2,7 +2,7 @@ import type { Metric } from 'prom-client';
 import type { AccountStore } from '../accounts/account.store.js';
 import type { SsoConfig } from '../config.js';
 import type { Logger } from '../logger.js';
-import { systemClock, type Clock } from './clock.js';
+import { systemClock, type Clock } from '../clock.js';
 import type { GiftGrantModel } from './gift-grant.model.js';
 import { GiftGrantStore } from './gift-grant.store.js';
 import { purchaseMetrics } from './purchase-metrics.js';

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { AccountStore } from '../accounts/account.store.js';
 import { pointsToUnits } from '../accounts/points.js';
 import type { Logger } from '../logger.js';
-import type { Clock } from './clock.js';
+import type { Clock } from '../clock.js';
 import type { PurchaseMetrics } from './purchase-metrics.js';
 import type { DeclineReason, PurchaseRecord, PurchaseState } from './purchase.model.js';
 import type { PurchaseClose, PurchaseStore, PurchaseTerms } from './purchase.store.js';

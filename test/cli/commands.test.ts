@@ -52,17 +52,17 @@ describe('npm run token', () => {
     const { code, stdout, stderr } = await runNode('dist/cli/token.js', ['--user', '42'], { JWT_SECRET: SECRET, DEPLOYMENT: 'official', PORT: 'eighty' });
     expect(stderr).toBe('');
     expect(code).toBe(0);
-    expect(await verifyAccessToken(secretKey(SECRET), stdout.trim())).toBe(42);
+    expect((await verifyAccessToken(secretKey(SECRET), stdout.trim()))?.userId).toBe(42);
   });
 
   it('reads JWT_SECRET from .env in the working directory, where a variable already set wins', async () => {
     const directory = await mkdtemp(join(tmpdir(), 'dotenv-'));
     await writeFile(join(directory, '.env'), `# a comment\nJWT_SECRET="${SECRET}"\n`);
     const fromFile = await runNode('dist/cli/token.js', ['--user', '7'], {}, { cwd: directory });
-    expect(await verifyAccessToken(secretKey(SECRET), fromFile.stdout.trim())).toBe(7);
+    expect((await verifyAccessToken(secretKey(SECRET), fromFile.stdout.trim()))?.userId).toBe(7);
     const other = 'set-in-the-environment-0123456789';
     const fromEnvironment = await runNode('dist/cli/token.js', ['--user', '7'], { JWT_SECRET: other }, { cwd: directory });
-    expect(await verifyAccessToken(secretKey(other), fromEnvironment.stdout.trim())).toBe(7);
+    expect((await verifyAccessToken(secretKey(other), fromEnvironment.stdout.trim()))?.userId).toBe(7);
   });
 
   it('signs with the example secret of .env.example, the one a gateway started from a copy of it uses', async () => {
@@ -70,7 +70,7 @@ describe('npm run token', () => {
     await writeFile(join(directory, '.env'), await readFile('.env.example', 'utf8'));
     const { code, stdout } = await runNode('dist/cli/token.js', ['--user', '1'], {}, { cwd: directory });
     expect(code).toBe(0);
-    expect(await verifyAccessToken(secretKey(EXAMPLE_JWT_SECRET), stdout.trim())).toBe(1);
+    expect((await verifyAccessToken(secretKey(EXAMPLE_JWT_SECRET), stdout.trim()))?.userId).toBe(1);
   });
 
   it('without JWT_SECRET says what to do, in one line with exit code 2', async () => {

@@ -1,4 +1,4 @@
-import type { Clock } from '../../src/billing/clock.js';
+import type { Clock } from '../../src/clock.js';
 
 interface Timer {
   at: number;
