@@ -9,7 +9,7 @@ import type { Database } from './db/database.js';
 import { methodNotAllowed } from './errors.js';
 import { declaredBodyWithinLimit } from './http/body-limit.js';
 import { graphqlFailures, legacyFailures, noSuchPath } from './http/failures.js';
-import { healthRoutes } from './http/health.js';
+import { healthRoutes, type ReadinessDetails } from './http/health.js';
 import type { Shutdown } from './http/lifecycle.js';
 import { BODY_LIMIT_BYTES } from './limits.js';
 import type { Logger } from './logger.js';
@@ -39,6 +39,8 @@ export interface AppOptions {
   openApi: string;
   /** For readiness. */
   database: Pick<Database, 'ping'>;
+  /** What `/readyz` reports besides its status: the open WebSockets and running subscriptions. */
+  readinessDetails: ReadinessDetails;
   /** Readiness turns off when a stop begins. */
   shutdown: Pick<Shutdown, 'stopping'>;
   metrics: GatewayMetrics;
@@ -65,7 +67,13 @@ export function createApp(options: AppOptions): Express {
   app.use(securityHeaders, requestLogging(options.logger), metrics.recordRequests);
 
   // Probes: no credentials, no rate limit, not in the request log. Scrapes: not logged either.
-  app.use(healthRoutes({ ping: (timeoutMs) => options.database.ping(timeoutMs), unavailable: 'database unavailable' }, options.shutdown));
+  app.use(
+    healthRoutes(
+      { ping: (timeoutMs) => options.database.ping(timeoutMs), unavailable: 'database unavailable' },
+      options.shutdown,
+      options.readinessDetails,
+    ),
+  );
   // Preflights are answered before any limit: they carry no credentials and cost nothing, and a
   // refused preflight would reach the page as a network error, not as a 429 it could wait out.
   app.use(crossOrigin(options.corsOrigins));

@@ -38,6 +38,8 @@ export interface Config {
   restBasePath: string | undefined;
   /** On SIGTERM/SIGINT, how long `/readyz` answers 503 while requests are still served, before the port closes. */
   shutdownDelayMs: number;
+  /** Subscriptions one caller may run at once, and WebSockets one client address may hold open (per instance). */
+  subscriptionCaps: { subscriptionsPerCaller: number; websocketsPerAddress: number };
 }
 
 export interface SsoConfig {
@@ -188,6 +190,8 @@ const VARIABLES = {
     ),
   /** Unset: 5000 in production, else 0. */
   SHUTDOWN_DELAY_MS: wholeNumber(0, 600_000).optional(),
+  SUBSCRIPTIONS_PER_CALLER: wholeNumber(1, 1_000_000).default(20),
+  WEBSOCKETS_PER_ADDRESS: wholeNumber(1, 1_000_000).default(100),
 };
 
 export type VariableName = keyof typeof VARIABLES;
@@ -299,6 +303,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     corsOrigins: env.CORS_ORIGINS,
     restBasePath: env.REST_BASE_PATH,
     shutdownDelayMs: shutdownDelayMs(env.SHUTDOWN_DELAY_MS, production),
+    subscriptionCaps: { subscriptionsPerCaller: env.SUBSCRIPTIONS_PER_CALLER, websocketsPerAddress: env.WEBSOCKETS_PER_ADDRESS },
   };
 }
 

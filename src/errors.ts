@@ -43,9 +43,15 @@ const KINDS = {
   persistedQueryOnly: { code: 'PERSISTED_QUERY_ONLY', status: 400 },
   badUserInput: { code: ApolloServerErrorCode.BAD_USER_INPUT, status: 200 },
   notAvailable: { code: 'UNAVAILABLE', status: 200 },
+  // Subscriptions run over WebSocket only, where no HTTP status applies.
+  subscriptionsUnavailable: { code: 'SUBSCRIPTIONS_UNAVAILABLE', status: 200 },
+  tooManySubscriptions: { code: 'TOO_MANY_SUBSCRIPTIONS', status: 200 },
+  eventsLost: { code: 'EVENTS_LOST', status: 200 },
   databaseUnavailable: { code: 'DATABASE_UNAVAILABLE', status: 503, legacyText: SERVICE_UNAVAILABLE_TEXT },
   upstreamUnavailable: { code: 'UPSTREAM_UNAVAILABLE', status: 503, legacyText: SERVICE_UNAVAILABLE_TEXT },
   noSuchEndpoint: { code: 'NOT_FOUND', status: 404 },
+  originNotAllowed: { code: 'FORBIDDEN', status: 403 },
+  tooManyWebsockets: { code: 'TOO_MANY_WEBSOCKETS', status: 429 },
   methodNotAllowed: { code: 'METHOD_NOT_ALLOWED', status: 405 },
   internal: { code: ApolloServerErrorCode.INTERNAL_SERVER_ERROR, status: 500, legacyText: 'internal error' },
 } as const satisfies Record<string, Kind>;
@@ -113,6 +119,16 @@ export const badUserInput = (message: string) => new Failure('badUserInput', mes
 /** A feature the caller asked for cannot be served: not offered on this deployment, or its provider is down. */
 export const notAvailable = (message: string) => new Failure('notAvailable', message);
 
+/** Subscriptions cannot be served by this database (a standalone server has no change streams), or not right now. */
+export const subscriptionsUnavailable = (reason: string) => new Failure('subscriptionsUnavailable', `subscriptions are not available: ${reason}`);
+
+export const tooManySubscriptions = (limit: number) =>
+  new Failure('tooManySubscriptions', `too many subscriptions: at most ${limit} at once per caller; complete one first`);
+
+/** A subscription could not be kept complete (the database lost its change history, or the client read too slowly). */
+export const eventsLost = (reason: string) =>
+  new Failure('eventsLost', `events were lost (${reason}): load the list again and subscribe again`);
+
 export const databaseUnavailable = (cause?: unknown) =>
   new Failure('databaseUnavailable', 'database unavailable, try again later', { cause });
 
@@ -120,6 +136,13 @@ export const databaseUnavailable = (cause?: unknown) =>
 export const upstreamUnavailable = (message: string, cause?: unknown) => new Failure('upstreamUnavailable', message, { cause });
 
 export const noSuchEndpoint = (method: string, path: string) => new Failure('noSuchEndpoint', `no such endpoint: ${method} ${path}`);
+
+/** A browser page on an origin that is neither the server's nor in CORS_ORIGINS opens a WebSocket. */
+export const originNotAllowed = (origin: string) =>
+  new Failure('originNotAllowed', `origin ${origin} may not open a WebSocket here; list it in CORS_ORIGINS`);
+
+export const tooManyWebsockets = (limit: number) =>
+  new Failure('tooManyWebsockets', `too many WebSockets from this address: at most ${limit} at once`);
 
 export const methodNotAllowed = (allowed: string) =>
   new Failure('methodNotAllowed', `method not allowed; use ${allowed}`, { headers: { Allow: allowed } });
@@ -201,28 +224,27 @@ const VALIDATION_FAILED = KINDS.invalidOperation.code;
  */
 export function graphqlErrorRendering(production: boolean): {
   formatError: (formatted: GraphQLFormattedError) => GraphQLFormattedError;
+  /** The last step over an answer's formatted errors (the plugin's, and the WebSocket server's). */
+  finishErrors: (errors: readonly GraphQLFormattedError[], requestId: string) => GraphQLFormattedError[];
   plugin: ApolloServerPlugin<BaseContext & { requestId: string }>;
 } {
+  const finishErrors = (errors: readonly GraphQLFormattedError[], requestId: string): GraphQLFormattedError[] =>
+    production && errors.some((error) => codeOf(error) === VALIDATION_FAILED)
+      ? [{ message: INVALID_DOCUMENT_MESSAGE, extensions: { code: VALIDATION_FAILED } }]
+      : errors.map((error) => (isInternal(error) ? { ...error, extensions: { ...error.extensions, requestId } } : error));
   return {
     formatError: (formatted) =>
       !production || !isInternal(formatted)
         ? formatted
         : { message: INTERNAL_MESSAGE, ...(formatted.path && { path: formatted.path }), extensions: { code: INTERNAL } },
+    finishErrors,
     plugin: {
       async requestDidStart() {
         return {
           async willSendResponse({ response, contextValue }) {
             if (response.body.kind !== 'single') return;
             const result = response.body.singleResult;
-            const { requestId } = contextValue;
-            if (result.errors === undefined) return;
-            if (production && result.errors.some((error) => codeOf(error) === VALIDATION_FAILED)) {
-              result.errors = [{ message: INVALID_DOCUMENT_MESSAGE, extensions: { code: VALIDATION_FAILED } }];
-              return;
-            }
-            result.errors = result.errors.map((error) =>
-              isInternal(error) ? { ...error, extensions: { ...error.extensions, requestId } } : error,
-            );
+            if (result.errors !== undefined) result.errors = finishErrors(result.errors, contextValue.requestId);
           },
         };
       },

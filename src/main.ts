@@ -25,7 +25,14 @@ await runCommand({
     const service = await startService(config, logger);
     const database = service.embeddedUri ? 'embedded engine (in memory, in this process)' : describeMongodbUri(config.mongodbUri!);
     logger.info(
-      { url: service.url, database, deployment: config.deployment, playground: config.playground, demoToken: service.demoToken },
+      {
+        url: service.url,
+        database,
+        deployment: config.deployment,
+        playground: config.playground,
+        subscriptions: subscriptionsLine(service),
+        demoToken: service.demoToken,
+      },
       'listening',
     );
     if (service.embeddedUri && config.production) {
@@ -53,6 +60,7 @@ function banner(config: Config, service: RunningService, database: string): stri
     `  OpenAPI           ${url}/openapi.json`,
     `  health, metrics   ${url}/healthz, /readyz, /metrics${config.metricsToken ? ' (with the bearer METRICS_TOKEN)' : ''}`,
     `  database          ${database}`,
+    `  subscriptions     ${subscriptionsLine(service)}`,
   ];
   if (service.embeddedUri) lines.push('                    data is LOST when the process exits; set MONGODB_URI for a lasting database');
   if (!demoToken && !config.jwtSecret) {
@@ -70,4 +78,11 @@ function banner(config: Config, service: RunningService, database: string): stri
     );
   }
   return `${lines.join('\n')}\n\n`;
+}
+
+/** Where subscriptions are served, or why they are not. */
+function subscriptionsLine({ url, subscriptions }: RunningService): string {
+  return subscriptions.available
+    ? `${url.replace(/^http/, 'ws')}/graphql (WebSocket, graphql-transport-ws)`
+    : `NOT available: ${subscriptions.reason}; everything else works`;
 }

@@ -3,12 +3,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import proxyAddress from 'proxy-addr';
 import { createAccounts, type Accounts } from './accounts/index.js';
 import { createApp } from './app.js';
 import { secretKey, signAccessToken } from './auth/access-token.js';
 import { Authenticator } from './auth/authenticator.js';
-import type { Clock } from './clock.js';
 import { createBilling, type Billing } from './billing/index.js';
+import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { CreateContext } from './context.js';
 import { createConversations, type Conversations } from './conversations/index.js';
@@ -30,6 +31,8 @@ import { createRateLimits } from './security/rate-limit.js';
 import { TrustedDocuments } from './security/trusted-documents.js';
 import { DEMO_USER_ID, demoData } from './seed/demo-data.js';
 import { loadSeed, readSeedFile } from './seed/seed-file.js';
+import { createSubscriptions, type Subscriptions } from './subscriptions/index.js';
+import { startSubscriptionServer } from './subscriptions/websocket-server.js';
 import { packageVersion } from './version.js';
 
 const EMBEDDED_DATABASE_NAME = 'chat-gateway';
@@ -37,7 +40,7 @@ const EMBEDDED_DATABASE_NAME = 'chat-gateway';
 export interface ServiceOptions {
   /** The legacy REST endpoints; `legacyRoutes` unless given. */
   restRoutes?: RestRoute[];
-  /** The time purchases are settled by; the system's unless a test moves it by hand. */
+  /** The time purchases are settled and credentials expire by; the system's unless a test moves it by hand. */
   clock?: Clock;
   /** Times the shutdown delay; the system's timers unless a test moves time by hand. */
   scheduler?: Scheduler;
@@ -52,9 +55,12 @@ export interface RunningService {
   embeddedUri: string | undefined;
   /** A token for the demo user, only while the demo data is loaded (embedded engine, no SEED_FILE). */
   demoToken: string | undefined;
+  /** Whether subscriptions are served (at `ws://…/graphql`), and if not, why. */
+  subscriptions: Subscriptions['availability'];
   /**
    * Stops as CONTRACT §8 says: `/readyz` answers 503 at once while requests are still served for
-   * SHUTDOWN_DELAY_MS, then the port closes, in-flight requests finish (bounded), the database closes.
+   * SHUTDOWN_DELAY_MS, then the port closes, in-flight requests finish (bounded) while WebSockets
+   * are closed with 1001, the change streams close, then the database.
    */
   stop(): Promise<void>;
 }
@@ -117,6 +123,7 @@ async function serve(
 ): Promise<RunningService> {
   // Domains: each gives its stores, a service per caller and its resolvers.
   const { connection } = database;
+  const clock = options.clock ?? systemClock;
   const accounts = createAccounts(connection);
   const conversations = createConversations(connection, logger);
   const billing = createBilling({
@@ -125,7 +132,7 @@ async function serve(
     sso: config.sso,
     settlement: config.settlement,
     logger,
-    clock: options.clock,
+    clock,
   });
   const domains: Domains = { accounts, conversations, billing };
   await buildIndexes(connection);
@@ -144,16 +151,24 @@ async function serve(
   const tokenKey = secretKey(config.jwtSecret ?? randomBytes(32).toString('base64url'));
   // The demo user exists only in the demo data (CONTRACT §8): a seed file has users of its own.
   const demoToken = loadDemoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
-  const authenticator = new Authenticator(tokenKey, accounts.store);
+  const authenticator = new Authenticator(tokenKey, accounts.store, clock);
+  // Live updates: a change feed per collection, when the database has change streams.
+  const subscriptions = await createSubscriptions({
+    connection,
+    accounts: accounts.store,
+    models: { users: accounts.models.users, conversations: conversations.models.conversations },
+    logger,
+  });
   const createContext: CreateContext = (caller, requestId) => ({
     caller,
     requestId,
     conversations: conversations.forCaller(caller),
     billing: billing.forCaller(caller),
+    subscriptions: subscriptions.forCaller(caller),
   });
 
-  // GraphQL: one schema and one Apollo Server, for /graphql and the REST layer alike.
-  const schema = buildSchema([conversations.resolvers, billing.resolvers]);
+  // GraphQL: one schema and one Apollo Server, for /graphql, the REST layer and subscriptions alike.
+  const schema = buildSchema([conversations.resolvers, billing.resolvers, subscriptions.resolvers]);
   const { restRoutes, trustedDocuments } = options;
   const preparedRoutes = prepareRoutes(restRoutes, schema);
   const httpServer = createHttpServer();
@@ -162,7 +177,7 @@ async function serve(
     production: config.production,
     knownOperationNames: [...preparedRoutes.map((route) => route.prepared.name), ...trustedDocuments.operationNames],
     database,
-    domainMetrics: billing.official?.metrics,
+    domainMetrics: [...(billing.official?.metrics ?? []), ...subscriptions.metrics.all],
   });
   const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
   const graphqlLog = graphqlLogging(logger);
@@ -175,18 +190,20 @@ async function serve(
   await apollo.start();
 
   // HTTP: the app on the server Apollo Server drains when it stops.
+  const rateLimits = await createRateLimits({
+    requestsPerSecond: config.rateLimit,
+    sharedIn: config.rateLimitStore === 'mongo' ? connection.db : undefined,
+  });
   const app = createApp({
     apollo,
     createContext,
     authenticator,
-    rateLimits: await createRateLimits({
-      requestsPerSecond: config.rateLimit,
-      sharedIn: config.rateLimitStore === 'mongo' ? connection.db : undefined,
-    }),
+    rateLimits,
     trustedDocuments,
     restRoutes: preparedRoutes,
     openApi: JSON.stringify(openApiDocument(restRoutes, packageVersion, config.restBasePath)),
     database,
+    readinessDetails: subscriptions.metrics.counts,
     shutdown,
     metrics,
     graphqlLog,
@@ -198,6 +215,22 @@ async function serve(
     playground: config.playground ? { demoToken: config.production ? undefined : demoToken } : undefined,
   });
   httpServer.on('request', app);
+  // Subscriptions: WebSockets upgraded from the same server, on /graphql too.
+  const subscriptionServer = startSubscriptionServer({
+    httpServer,
+    schema,
+    authenticator,
+    createContext,
+    rateLimits,
+    documentOf: (reference) => trustedDocuments.documentFor(reference),
+    caps: config.subscriptionCaps,
+    clientAddress: (request) => proxyAddress(request, app.get('trust proxy fn')),
+    corsOrigins: config.corsOrigins,
+    production: config.production,
+    clock,
+    metrics: subscriptions.metrics,
+    logger,
+  });
   await listen(httpServer, config.port, config.host);
   const { port } = httpServer.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
@@ -209,10 +242,13 @@ async function serve(
     domains,
     embeddedUri: embedded?.uri,
     demoToken,
+    subscriptions: subscriptions.availability,
     async stop() {
       await shutdown.begin();
-      // Drains the HTTP server first (see createApolloServer), then stops GraphQL.
-      await apollo.stop();
+      // Sockets are told to go away (1001) while the HTTP server stops accepting and drains (see
+      // createApolloServer); then GraphQL stops, and the change streams close before the database.
+      await Promise.all([subscriptionServer.close(), apollo.stop()]);
+      await subscriptions.close();
       metrics.stop();
       // Settlements write to the database: they finish (or are stopped) before it closes.
       await settlementSweep?.stop();

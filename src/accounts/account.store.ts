@@ -1,3 +1,4 @@
+import type { Timestamp } from 'mongodb';
 import type { Gift } from '../billing/gift.js';
 import type { ApiKeyModel } from './api-key.model.js';
 import type { UserModel } from './user.model.js';
@@ -21,6 +22,21 @@ export class AccountStore {
   async balance(userId: number): Promise<{ units: number; pendingOrders: string[] }> {
     const user = await this.users.findOne({ id: userId }, { _id: 0, balanceUnits: 1, pendingOrders: 1 }).lean();
     return { units: user?.balanceUnits ?? 0, pendingOrders: user?.pendingOrders ?? [] };
+  }
+
+  /**
+   * The balance in ten-thousandths of a point, with the cluster time the read happened at (the
+   * server's `operationTime`; absent on a standalone server): every write at or before that time
+   * may be in it, no later one is. A balance subscription orders change events by it.
+   */
+  async balanceAt(userId: number): Promise<{ units: number; at: Timestamp | undefined }> {
+    const session = await this.users.startSession();
+    try {
+      const user = await this.users.findOne({ id: userId }, { _id: 0, balanceUnits: 1 }).session(session).lean();
+      return { units: user?.balanceUnits ?? 0, at: session.operationTime };
+    } finally {
+      await session.endSession();
+    }
   }
 
   /** Null when the user has no record (and so no name the provider could know). */

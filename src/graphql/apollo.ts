@@ -10,7 +10,7 @@ import {
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import type { GraphQLSchema } from 'graphql';
 import type { RequestContext } from '../context.js';
-import { graphqlErrorRendering } from '../errors.js';
+import { badRequest, graphqlErrorRendering } from '../errors.js';
 import { operationLimitOptions } from '../security/operation-limits.js';
 import { compiledExecution, type ExecutionObserver } from './compiled-execution.js';
 
@@ -56,8 +56,22 @@ export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions
       // On stop: no new connections, idle keep-alive ones closed at once, busy ones once their answer is out.
       ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer, stopGracePeriodMillis: SHUTDOWN_GRACE_MS }),
       limits.plugin,
+      subscriptionsOverWebSocket,
       errors.plugin,
       ...options.plugins,
     ],
   });
 }
+
+/** Over HTTP a subscription would run once and answer nothing useful: it is refused (400) with where to go. */
+const subscriptionsOverWebSocket: ApolloServerPlugin<RequestContext> = {
+  async requestDidStart() {
+    return {
+      async didResolveOperation({ operation }) {
+        if (operation?.operation === 'subscription') {
+          throw badRequest('subscriptions are served over WebSocket (graphql-transport-ws) on this same /graphql endpoint');
+        }
+      },
+    };
+  },
+};

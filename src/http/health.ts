@@ -12,11 +12,15 @@ export interface Dependency {
   unavailable: string;
 }
 
+/** What `/readyz` reports besides its status: the gateway's open WebSockets and subscriptions. */
+export type ReadinessDetails = () => Record<string, number>;
+
 /**
  * `/healthz`: the process is up and serving (liveness). `/readyz`: the dependency answers in
- * time and no stop has begun (readiness). Neither needs credentials, and neither is cached.
+ * time and no stop has begun (readiness), with `details`. Neither needs credentials, and
+ * neither is cached.
  */
-export function healthRoutes(dependency: Dependency, shutdown: Pick<Shutdown, 'stopping'>): Router {
+export function healthRoutes(dependency: Dependency, shutdown: Pick<Shutdown, 'stopping'>, details: ReadinessDetails = () => ({})): Router {
   const router = Router();
   router.get('/healthz', (_request, response) => {
     response.set('Cache-Control', 'no-store').json({ status: 'ok' });
@@ -24,14 +28,14 @@ export function healthRoutes(dependency: Dependency, shutdown: Pick<Shutdown, 's
   router.get('/readyz', async (_request, response) => {
     response.set('Cache-Control', 'no-store');
     if (shutdown.stopping) {
-      response.status(503).json({ status: 'stopping' });
+      response.status(503).json({ status: 'stopping', ...details() });
       return;
     }
     try {
       await dependency.ping(READINESS_TIMEOUT_MS);
-      response.json({ status: 'ready' });
+      response.json({ status: 'ready', ...details() });
     } catch {
-      response.status(503).json({ status: dependency.unavailable });
+      response.status(503).json({ status: dependency.unavailable, ...details() });
     }
   });
   return router;

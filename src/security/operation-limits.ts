@@ -1,5 +1,6 @@
 import type { ApolloServerOptions, ApolloServerPlugin, BaseContext } from '@apollo/server';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
+import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
 import { invalidOperation } from '../errors.js';
 import { MAX_PAGE_SIZE } from '../limits.js';
 import { operationCost, type CostModel } from './operation-cost.js';
@@ -25,7 +26,8 @@ export const OPERATION_LIMITS = {
 export const COST_MODEL: CostModel = { maxPageSize: MAX_PAGE_SIZE, assumedListSize: 10 };
 
 /**
- * The Apollo Server options that enforce `OPERATION_LIMITS`. Every refusal is an
+ * The Apollo Server options that enforce `OPERATION_LIMITS` (the WebSocket server applies the
+ * same parse options, rules and cost check to each subscription). Every refusal over HTTP is an
  * HTTP 400 decided before any resolver runs: tokens while parsing (code
  * `GRAPHQL_PARSE_FAILED`), aliases, depth and directives while validating, and the
  * cost once the operation and its variables are known (`GRAPHQL_VALIDATION_FAILED`).
@@ -54,16 +56,25 @@ export function operationLimitOptions<TContext extends BaseContext>(): Pick<
   };
 }
 
+/** Throws the invalid-operation failure when `operation` with these variables costs more than `OPERATION_LIMITS.cost`. */
+export function checkOperationCost(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Record<string, unknown> | undefined,
+): void {
+  const cost = operationCost(schema, document, operation, variables, COST_MODEL);
+  if (cost !== null && cost > OPERATION_LIMITS.cost) {
+    throw invalidOperation(`Operation cost limit of ${OPERATION_LIMITS.cost} exceeded, found ${cost}.`);
+  }
+}
+
 function costLimitPlugin<TContext extends BaseContext>(): ApolloServerPlugin<TContext> {
   return {
     async requestDidStart() {
       return {
         async didResolveOperation({ schema, document, operation, request }) {
-          if (operation === undefined) return;
-          const cost = operationCost(schema, document, operation, request.variables, COST_MODEL);
-          if (cost !== null && cost > OPERATION_LIMITS.cost) {
-            throw invalidOperation(`Operation cost limit of ${OPERATION_LIMITS.cost} exceeded, found ${cost}.`);
-          }
+          if (operation !== undefined) checkOperationCost(schema, document, operation, request.variables);
         },
       };
     },

@@ -22,6 +22,9 @@ export interface RateLimits {
   byAddress: RequestHandler;
   /** After authentication: counts the request against its caller. */
   byCaller: RequestHandler;
+  /** The same counts outside Express (WebSocket upgrades, subscribe messages); each throws the rate-limited failure. */
+  countAddress(address: string | undefined): Promise<void>;
+  countCaller(userId: number): Promise<void>;
 }
 
 export interface RateLimitOptions {
@@ -44,20 +47,25 @@ export async function createRateLimits(options: RateLimitOptions): Promise<RateL
   const { requestsPerSecond, sharedIn } = options;
   if (requestsPerSecond === 0) {
     const pass: RequestHandler = (_request, _response, next) => next();
-    return { byAddress: pass, byCaller: pass };
+    return { byAddress: pass, byCaller: pass, countAddress: async () => {}, countCaller: async () => {} };
   }
   const perCaller = new Limiter('caller', requestsPerSecond, sharedIn);
   const perAddress = new Limiter('address', requestsPerSecond * ADDRESS_FACTOR);
   if (sharedIn) await perCaller.createIndexes();
+  // An address is counted by its key (an IPv6 one by its /64), whether it made a request or a WebSocket upgrade.
+  const countAddress = (address: string | undefined) => perAddress.take(addressKey(address));
+  const countCaller = (userId: number) => perCaller.take(String(userId));
   return {
     async byAddress(request, _response, next) {
-      await perAddress.take(addressKey(request.ip));
+      await countAddress(request.ip);
       next();
     },
     async byCaller(_request, response, next) {
-      await perCaller.take(String(callerOf(response).userId));
+      await countCaller(callerOf(response).userId);
       next();
     },
+    countAddress,
+    countCaller,
   };
 }
 

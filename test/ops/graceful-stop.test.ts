@@ -55,7 +55,7 @@ describe.each(['gateway', 'sidecar'] as const)('stopping the %s (CONTRACT §8)',
 
       const readiness = await fetch(`${url}/readyz`);
       expect(readiness.status).toBe(503);
-      expect(await readiness.json()).toEqual({ status: 'stopping' });
+      expect(await readiness.json()).toEqual(server === 'gateway' ? { status: 'stopping', websockets: 0, subscriptions: 0 } : { status: 'stopping' });
       expect(scheduler.held.map(({ delayMs }) => delayMs)).toEqual([5000]);
       const during = await Promise.all(Array.from({ length: 20 }, quota));
       expect(statuses(during)).toEqual(Array(20).fill(200));

@@ -20,7 +20,7 @@ describe('health endpoints', () => {
     const response = await fetch(`${gateway.url}/readyz`);
     expect(response.status).toBe(200);
     expect(response.headers.get('cache-control')).toBe('no-store');
-    expect(await response.json()).toEqual({ status: 'ready' });
+    expect(await response.json()).toEqual({ status: 'ready', websockets: 0, subscriptions: 0 });
   });
 
   it('answers /readyz with 503 once the database is closed', async () => {
@@ -30,7 +30,7 @@ describe('health endpoints', () => {
       const started = performance.now();
       const response = await fetch(`${other.url}/readyz`);
       expect(response.status).toBe(503);
-      expect(await response.json()).toEqual({ status: 'database unavailable' });
+      expect(await response.json()).toEqual({ status: 'database unavailable', websockets: 0, subscriptions: 0 });
       expect(performance.now() - started).toBeLessThan(1_500);
     } finally {
       await other.stop();

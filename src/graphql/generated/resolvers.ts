@@ -3,6 +3,7 @@ import type { ConversationRecord } from '../../conversations/conversation.model.
 import type { ConversationPage, RenameOutcome } from '../../conversations/conversation.service.js';
 import type { Outcome } from '../../shared/user-error.js';
 import type { BuyOutcome } from '../../billing/billing.service.js';
+import type { ConversationChange } from '../../subscriptions/conversation-events.js';
 import type { RequestContext } from '../../context.js';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = Maybe<T>;
@@ -66,6 +67,29 @@ export type ConversationEdge = {
   /** The conversation. */
   node: Conversation;
 };
+
+/** A change to one of the caller's conversations. */
+export type ConversationEvent = {
+  __typename?: 'ConversationEvent';
+  /**
+   * The conversation as it is now; null on `DELETED`, and on an `UPDATED` whose conversation has
+   * been deleted since (its `DELETED` follows).
+   */
+  conversation?: Maybe<Conversation>;
+  /** The conversation's id. */
+  id: Scalars['Int']['output'];
+  /** What happened to the conversation. */
+  kind: ConversationEventKind;
+};
+
+/** Kinds of change to a conversation. */
+export type ConversationEventKind =
+  /** The conversation was created. */
+  | 'CREATED'
+  /** The conversation was deleted. */
+  | 'DELETED'
+  /** The conversation changed: renamed, a message appended, its model or web option changed. */
+  | 'UPDATED';
 
 /** Result of `deleteAllConversations`. */
 export type DeleteAllConversationsPayload = {
@@ -199,6 +223,19 @@ export type RenameConversationPayload = {
 };
 
 /**
+ * Live updates, over WebSocket only (the `graphql-transport-ws` protocol on `/graphql`). They come
+ * from the database's change streams, so they include writes by every gateway instance and by any
+ * other writer of the same database.
+ */
+export type Subscription = {
+  __typename?: 'Subscription';
+  /** The caller's conversations as they are created, updated (renamed, a message appended) or deleted. */
+  conversationEvents: ConversationEvent;
+  /** The caller's balance in points: its current value first, then each new value as it changes. */
+  quota: Scalars['Float']['output'];
+};
+
+/**
  * An expected outcome that is not a success: something the caller can act on.
  * Its `message` is the text the REST layer answers for the same case.
  */
@@ -299,6 +336,8 @@ export type ResolversTypes = {
   Conversation: ResolverTypeWrapper<ConversationRecord>;
   ConversationConnection: ResolverTypeWrapper<ConversationPage>;
   ConversationEdge: ResolverTypeWrapper<Omit<ConversationEdge, 'node'> & { node: ResolversTypes['Conversation'] }>;
+  ConversationEvent: ResolverTypeWrapper<ConversationChange>;
+  ConversationEventKind: ConversationEventKind;
   DeleteAllConversationsPayload: ResolverTypeWrapper<DeleteAllConversationsPayload>;
   DeleteConversationPayload: ResolverTypeWrapper<Outcome>;
   Float: ResolverTypeWrapper<Scalars['Float']['output']>;
@@ -310,6 +349,7 @@ export type ResolversTypes = {
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   RenameConversationPayload: ResolverTypeWrapper<RenameOutcome>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
+  Subscription: ResolverTypeWrapper<Record<PropertyKey, never>>;
   UserError: ResolverTypeWrapper<UserError>;
   UserErrorCode: UserErrorCode;
 };
@@ -321,6 +361,7 @@ export type ResolversParentTypes = {
   Conversation: ConversationRecord;
   ConversationConnection: ConversationPage;
   ConversationEdge: Omit<ConversationEdge, 'node'> & { node: ResolversParentTypes['Conversation'] };
+  ConversationEvent: ConversationChange;
   DeleteAllConversationsPayload: DeleteAllConversationsPayload;
   DeleteConversationPayload: Outcome;
   Float: Scalars['Float']['output'];
@@ -332,6 +373,7 @@ export type ResolversParentTypes = {
   Query: Record<PropertyKey, never>;
   RenameConversationPayload: RenameOutcome;
   String: Scalars['String']['output'];
+  Subscription: Record<PropertyKey, never>;
   UserError: UserError;
 };
 
@@ -360,6 +402,12 @@ export type ConversationConnectionResolvers<ContextType = RequestContext, Parent
 export type ConversationEdgeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['ConversationEdge'] = ResolversParentTypes['ConversationEdge']> = {
   cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Conversation'], ParentType, ContextType>;
+};
+
+export type ConversationEventResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['ConversationEvent'] = ResolversParentTypes['ConversationEvent']> = {
+  conversation?: Resolver<Maybe<ResolversTypes['Conversation']>, ParentType, ContextType>;
+  id?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  kind?: Resolver<ResolversTypes['ConversationEventKind'], ParentType, ContextType>;
 };
 
 export type DeleteAllConversationsPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['DeleteAllConversationsPayload'] = ResolversParentTypes['DeleteAllConversationsPayload']> = {
@@ -407,6 +455,11 @@ export type RenameConversationPayloadResolvers<ContextType = RequestContext, Par
   ok?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
 };
 
+export type SubscriptionResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Subscription'] = ResolversParentTypes['Subscription']> = {
+  conversationEvents?: SubscriptionResolver<ResolversTypes['ConversationEvent'], "conversationEvents", ParentType, ContextType>;
+  quota?: SubscriptionResolver<ResolversTypes['Float'], "quota", ParentType, ContextType>;
+};
+
 export type UserErrorResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['UserError'] = ResolversParentTypes['UserError']> = {
   code?: Resolver<ResolversTypes['UserErrorCode'], ParentType, ContextType>;
   message?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
@@ -417,6 +470,7 @@ export type Resolvers<ContextType = RequestContext> = {
   Conversation?: ConversationResolvers<ContextType>;
   ConversationConnection?: ConversationConnectionResolvers<ContextType>;
   ConversationEdge?: ConversationEdgeResolvers<ContextType>;
+  ConversationEvent?: ConversationEventResolvers<ContextType>;
   DeleteAllConversationsPayload?: DeleteAllConversationsPayloadResolvers<ContextType>;
   DeleteConversationPayload?: DeleteConversationPayloadResolvers<ContextType>;
   GiftPackage?: GiftPackageResolvers<ContextType>;
@@ -425,6 +479,7 @@ export type Resolvers<ContextType = RequestContext> = {
   PageInfo?: PageInfoResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
   RenameConversationPayload?: RenameConversationPayloadResolvers<ContextType>;
+  Subscription?: SubscriptionResolvers<ContextType>;
   UserError?: UserErrorResolvers<ContextType>;
 };
 

@@ -1,0 +1,52 @@
+/** In place of the changes an inbox had to drop, or that never reached it: its reader must catch up another way. */
+export const MISSED = Symbol('changes missed');
+export type Missed = typeof MISSED;
+
+/**
+ * One subscription's queue of changes, filled by a change feed and read as an async iterator.
+ * It holds at most `capacity` changes: a reader that falls that far behind (a client that does
+ * not read its socket) gets `MISSED` in their place rather than growing the queue without end.
+ * `close()` ends it at once, even while its reader waits.
+ */
+export class Inbox<T> implements AsyncIterableIterator<T | Missed> {
+  private queue: (T | Missed)[] = [];
+  private waiting: ((result: IteratorResult<T | Missed>) => void) | undefined;
+  private closed = false;
+
+  constructor(private readonly capacity: number) {}
+
+  push(item: T | Missed): void {
+    if (this.closed) return;
+    if (this.waiting) {
+      const deliver = this.waiting;
+      this.waiting = undefined;
+      deliver({ value: item, done: false });
+    } else if (item === MISSED || this.queue.length >= this.capacity) {
+      this.queue = [MISSED];
+    } else {
+      this.queue.push(item);
+    }
+  }
+
+  next(): Promise<IteratorResult<T | Missed>> {
+    if (this.queue.length > 0) return Promise.resolve({ value: this.queue.shift()!, done: false });
+    if (this.closed) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve) => (this.waiting = resolve));
+  }
+
+  close(): void {
+    this.closed = true;
+    this.queue = [];
+    this.waiting?.({ value: undefined, done: true });
+    this.waiting = undefined;
+  }
+
+  async return(): Promise<IteratorResult<T | Missed>> {
+    this.close();
+    return { value: undefined, done: true };
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+}

@@ -1,0 +1,72 @@
+import type { Connection } from 'mongoose';
+import type { AccountStore } from '../accounts/account.store.js';
+import type { UserModel } from '../accounts/user.model.js';
+import type { Caller } from '../auth/authenticator.js';
+import type { ConversationModel } from '../conversations/conversation.model.js';
+import type { Logger } from '../logger.js';
+import { balanceFeed } from './balance-updates.js';
+import { conversationFeed, enablePreImages } from './conversation-events.js';
+import { subscriptionMetrics } from './subscription-metrics.js';
+import { subscriptionResolvers } from './subscription.resolvers.js';
+import { SubscriptionService, type Feeds } from './subscription.service.js';
+
+export interface SubscriptionsOptions {
+  connection: Connection;
+  accounts: AccountStore;
+  /** The collections whose changes are sent: balances live on users. */
+  models: { users: UserModel; conversations: ConversationModel };
+  logger: Logger;
+}
+
+/** MongoDB 6.0's wire version: the first with pre-images in change streams. */
+const WIRE_VERSION_6_0 = 17;
+
+/**
+ * Live updates: one change feed per collection for the process, a service per caller and the
+ * Subscription resolvers. On a database without change streams (a standalone server, or older
+ * than 6.0) there are no feeds, subscribing answers SUBSCRIPTIONS_UNAVAILABLE with the reason,
+ * and everything else works.
+ */
+export async function createSubscriptions({ connection, accounts, models, logger }: SubscriptionsOptions) {
+  const db = connection.db!;
+  const metrics = subscriptionMetrics();
+  const users = models.users.collection.collectionName;
+  const conversations = models.conversations.collection.collectionName;
+  const reason = await changeStreamsUnavailable(connection, conversations);
+  const feeds: Feeds =
+    reason === undefined
+      ? { available: true, balances: balanceFeed(db, users, logger, metrics), conversations: conversationFeed(db, conversations, logger, metrics) }
+      : { available: false, reason };
+  return {
+    /** Whether subscriptions are served here, and if not, why. */
+    availability: feeds.available ? ({ available: true } as const) : ({ available: false, reason: feeds.reason } as const),
+    resolvers: subscriptionResolvers,
+    /** Sockets, subscriptions, events and change streams: counted here, registered by the gateway's metrics. */
+    metrics,
+    forCaller: (caller: Caller) => new SubscriptionService(feeds, accounts, caller.userId),
+    /** Closes the change streams; subscribers get nothing more. */
+    async close() {
+      if (feeds.available) await Promise.all([feeds.balances.close(), feeds.conversations.close()]);
+    },
+  };
+}
+
+export type Subscriptions = Awaited<ReturnType<typeof createSubscriptions>>;
+
+/** Why this database cannot feed subscriptions, or undefined when it can (then pre-images are on). */
+async function changeStreamsUnavailable(connection: Connection, conversations: string): Promise<string | undefined> {
+  const db = connection.db!;
+  const hello = await db.admin().command({ hello: 1 });
+  if (hello.setName === undefined && hello.msg !== 'isdbgrid') {
+    return 'the database is a standalone MongoDB server; change streams need a replica set or a sharded cluster (a one-member replica set will do)';
+  }
+  if (typeof hello.maxWireVersion !== 'number' || hello.maxWireVersion < WIRE_VERSION_6_0) {
+    return 'MongoDB 6.0 or later is needed (its change streams name the owner of a deleted conversation)';
+  }
+  try {
+    await enablePreImages(db, conversations);
+  } catch (error) {
+    return `pre-images could not be turned on for the ${conversations} collection (${(error as Error).message})`;
+  }
+  return undefined;
+}
