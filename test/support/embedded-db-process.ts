@@ -14,8 +14,13 @@ export interface EmbeddedDbProcess {
   stop(): Promise<void>;
 }
 
-/** `node dist/cli/embedded-db.js` as its own process, which a test can crash, restart and freeze. */
-export async function startEmbeddedDbProcess(): Promise<EmbeddedDbProcess> {
+/**
+ * `node dist/cli/embedded-db.js` as its own process, which a test can crash, restart and freeze:
+ * a single-member replica set, or a standalone server with `standalone`.
+ */
+export async function startEmbeddedDbProcess(options: { standalone?: boolean } = {}): Promise<EmbeddedDbProcess> {
+  const flags = options.standalone ? ['--standalone'] : [];
+  const launch = (port: number) => launchOn(port, flags);
   let current = await launch(0);
   const port = Number(new URL(current.uri).port);
   const kill = async (signal: NodeJS.Signals) => {
@@ -40,8 +45,8 @@ export async function startEmbeddedDbProcess(): Promise<EmbeddedDbProcess> {
   };
 }
 
-async function launch(port: number): Promise<{ process: NodeProcess; uri: string }> {
-  const engine = spawnNode('dist/cli/embedded-db.js', ['--port', String(port)]);
+async function launchOn(port: number, flags: string[]): Promise<{ process: NodeProcess; uri: string }> {
+  const engine = spawnNode('dist/cli/embedded-db.js', ['--port', String(port), ...flags]);
   const [uri] = await engine.waitFor(/mongodb:\/\/127\.0\.0\.1:\d+\/\S*/);
   return { process: engine, uri };
 }

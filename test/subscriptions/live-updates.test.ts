@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { connectAs, type Operation, type OperationMessage, type TestSocket } from '../support/websocket.js';
+import { subscriptionsRunning } from './helpers.js';
+
+const EVENTS = 'subscription Events { conversationEvents { kind id conversation { id name messages { role content } } } }';
+
+let gateway: TestGateway;
+const sockets: TestSocket[] = [];
+const authorization = async (userId: number) => `Bearer ${await gateway.token(userId)}`;
+
+/** A socket for `userId` with one subscription whose stream runs (counted by /readyz), so no later write can be missed. */
+async function subscribed(userId: number, query: string): Promise<Operation> {
+  const socket = await connectAs(gateway.url, await authorization(userId));
+  sockets.push(socket);
+  const before = await subscriptionsRunning(gateway.url);
+  const operation = socket.subscribe(query);
+  await expectRunning(before + 1);
+  return operation;
+}
+
+async function expectRunning(count: number): Promise<void> {
+  await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 20 }).toBeGreaterThanOrEqual(count);
+}
+
+const data = (message: OperationMessage) => {
+  expect(message.type).toBe('next');
+  expect(message.payload.errors).toBeUndefined();
+  return message.payload.data;
+};
+
+beforeAll(async () => {
+  gateway = await startTestGateway();
+  await gateway.seed({
+    users: [
+      { id: 1, username: 'alice', quota: 12.5 },
+      { id: 2, username: 'bob', quota: 3 },
+    ],
+    conversations: [
+      { userId: 1, id: 1, name: 'Trip plan', model: 'gpt-4o', enableWeb: false, messages: [{ role: 'user', content: 'Lisbon?' }] },
+      { userId: 1, id: 2, name: 'Recipes', model: 'gpt-4o', enableWeb: false, messages: [] },
+      { userId: 2, id: 1, name: 'Bob only', model: 'gpt-4o', enableWeb: true, messages: [] },
+    ],
+  });
+});
+afterAll(async () => {
+  for (const socket of sockets) await socket.close();
+  await gateway?.stop();
+});
+
+describe('Subscription.quota', () => {
+  it('sends the balance now, then each new value once, whoever writes it', async () => {
+    const quota = await subscribed(1, 'subscription { quota }');
+    expect(data(await quota.next())).toEqual({ quota: 12.5 });
+
+    // Another writer of the same database (the chat service charging a message).
+    await gateway.models.users.updateOne({ id: 1 }, { $inc: { balanceUnits: -2_500 } });
+    expect(data(await quota.next())).toEqual({ quota: 12.25 });
+    // A write that leaves the balance as it was sends nothing; the next change does.
+    await gateway.models.users.updateOne({ id: 1 }, { $set: { balanceUnits: 122_500 } });
+    await gateway.models.users.updateOne({ id: 1 }, { $set: { balanceUnits: 130_000 } });
+    expect(data(await quota.next())).toEqual({ quota: 13 });
+    // Bob's balance is not Alice's business.
+    await gateway.models.users.updateOne({ id: 2 }, { $inc: { balanceUnits: 10_000 } });
+    await gateway.models.users.updateOne({ id: 1 }, { $inc: { balanceUnits: 10_000 } });
+    expect(data(await quota.next())).toEqual({ quota: 14 });
+    expect(quota.pending()).toEqual([]);
+  });
+
+  it('never goes back in time when writes race the subscription: the values only grow, ending at the stored balance', async () => {
+    const socket = await connectAs(gateway.url, await authorization(2));
+    sockets.push(socket);
+    // Increments before, while and after the subscription starts and reads the balance.
+    const writes = Array.from({ length: 60 }, (_, index) =>
+      new Promise((resolve) => setTimeout(resolve, index)).then(() => gateway.models.users.updateOne({ id: 2 }, { $inc: { balanceUnits: 100 } })),
+    );
+    const quota = socket.subscribe('subscription { quota }');
+    await Promise.all(writes);
+    const stored = (await gateway.models.users.findOne({ id: 2 }).lean())!.balanceUnits / 10_000;
+    const seen: number[] = [];
+    while (seen.at(-1) !== stored) seen.push(data(await quota.next()).quota);
+    expect(seen).toEqual([...seen].sort((a, b) => a - b));
+    expect(new Set(seen).size).toBe(seen.length);
+  });
+});
+
+describe('Subscription.conversationEvents', () => {
+  it('tells of conversations created, updated and deleted, by the API and by other writers, each resolved as it is now', async () => {
+    const events = await subscribed(1, EVENTS);
+
+    const renamed = await graphql(gateway, 'mutation { renameConversation(id: 1, name: "Lisbon, 3 days") { ok } }', { authorization: await authorization(1) });
+    expect(renamed.body.data).toEqual({ renameConversation: { ok: true } });
+    expect(data(await events.next()).conversationEvents).toEqual({
+      kind: 'UPDATED',
+      id: 1,
+      conversation: { id: 1, name: 'Lisbon, 3 days', messages: [{ role: 'user', content: 'Lisbon?' }] },
+    });
+
+    // The chat service appends a message, writing to the database directly.
+    await gateway.models.conversations.updateOne({ userId: 1, id: 1 }, { $push: { messages: { role: 'assistant', content: 'Yes!' } } });
+    expect(data(await events.next()).conversationEvents.conversation.messages).toEqual([
+      { role: 'user', content: 'Lisbon?' },
+      { role: 'assistant', content: 'Yes!' },
+    ]);
+
+    await gateway.models.conversations.create({ userId: 1, id: 7, name: 'New chat', model: 'gpt-4o', enableWeb: true, messages: [] });
+    expect(data(await events.next()).conversationEvents).toEqual({ kind: 'CREATED', id: 7, conversation: { id: 7, name: 'New chat', messages: [] } });
+
+    const deleted = await graphql(gateway, 'mutation { deleteConversation(id: 2) { ok } }', { authorization: await authorization(1) });
+    expect(deleted.body.data).toEqual({ deleteConversation: { ok: true } });
+    expect(data(await events.next()).conversationEvents).toEqual({ kind: 'DELETED', id: 2, conversation: null });
+  });
+
+  it("never sends one user's events to another", async () => {
+    const bobs = await subscribed(2, EVENTS);
+    const alices = await subscribed(1, EVENTS);
+
+    await graphql(gateway, 'mutation { renameConversation(id: 1, name: "Mine") { ok } }', { authorization: await authorization(1) });
+    await gateway.models.conversations.deleteOne({ userId: 1, id: 7 });
+    await gateway.models.conversations.updateOne({ userId: 2, id: 1 }, { $set: { name: 'Bob renamed' } });
+
+    expect(data(await alices.next()).conversationEvents).toMatchObject({ kind: 'UPDATED', id: 1, conversation: { name: 'Mine' } });
+    expect(data(await alices.next()).conversationEvents).toMatchObject({ kind: 'DELETED', id: 7 });
+    // Bob's one event comes after Alice's two (one stream, in commit order): he got nothing of hers.
+    expect(data(await bobs.next()).conversationEvents).toMatchObject({ kind: 'UPDATED', id: 1, conversation: { name: 'Bob renamed' } });
+    expect(bobs.pending()).toEqual([]);
+    expect(alices.pending()).toEqual([]);
+  });
+
+  it('deleting all conversations sends one DELETED per conversation', async () => {
+    const events = await subscribed(2, 'subscription { conversationEvents { kind id } }');
+    await gateway.models.conversations.create({ userId: 2, id: 2, name: 'Second', model: 'gpt-4o', enableWeb: false, messages: [] });
+    expect(data(await events.next()).conversationEvents).toEqual({ kind: 'CREATED', id: 2 });
+    const cleaned = await graphql(gateway, 'mutation { deleteAllConversations { deletedCount } }', { authorization: await authorization(2) });
+    expect(cleaned.body.data).toEqual({ deleteAllConversations: { deletedCount: 2 } });
+    const ids = [data(await events.next()).conversationEvents, data(await events.next()).conversationEvents];
+    expect(ids).toEqual(expect.arrayContaining([{ kind: 'DELETED', id: 1 }, { kind: 'DELETED', id: 2 }]));
+  });
+});
