@@ -13,9 +13,12 @@ export const bootstrapScript = `'use strict';
     if (String(tagName).toLowerCase() === 'style') element.setAttribute('nonce', settings.styleNonce);
     return element;
   };
+  // The page is served at the GraphQL endpoint itself, so this also works behind a path prefix.
+  // Subscriptions go over a WebSocket to the same address (graphql-ws, bundled with GraphiQL);
+  // the headers editor's Authorization becomes its connection_init payload.
+  var socketUrl = (window.location.protocol === 'https:' ? 'wss://' : 'ws://') + window.location.host + window.location.pathname;
   var props = {
-    // The page is served at the GraphQL endpoint itself, so this also works behind a path prefix.
-    fetcher: GraphiQL.createFetcher({ url: window.location.pathname }),
+    fetcher: GraphiQL.createFetcher({ url: window.location.pathname, subscriptionUrl: socketUrl }),
     // Tabs saved by an earlier run (another demo token, other examples) are not mixed with these.
     storage: GraphiQL.createLocalStorage({ namespace: 'chat-gateway:' + settings.storageKey }),
     defaultTabs: settings.tabs,

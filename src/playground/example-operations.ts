@@ -39,6 +39,35 @@ query Quota {
 `,
   },
   {
+    query: `# Balance (live): your balance now, then each change
+# as it happens (a purchase, a gift, a chat charged),
+# over a WebSocket. Run it, buy points elsewhere, and
+# watch; the stop button ends it.
+subscription BalanceLive {
+  quota
+}
+`,
+  },
+  {
+    query: `# Your conversations as they are created, renamed,
+# written to or deleted, by any device or writer.
+# The conversation is null once deleted.
+subscription ConversationEvents {
+  conversationEvents {
+    kind
+    id
+    conversation {
+      name
+      messages {
+        role
+        content
+      }
+    }
+  }
+}
+`,
+  },
+  {
     query: `# Deletes one of your conversations; an unknown id answers ok: false with NOT_FOUND.
 mutation DeleteConversation($id: Int!) {
   deleteConversation(id: $id) {

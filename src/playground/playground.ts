@@ -10,19 +10,24 @@ export interface PlaygroundOptions {
   demoToken: string | undefined;
 }
 
+/** A Host header as browsers send it: a name or address, and a port. Anything else is left out of the policy. */
+const HOST_PATTERN = /^[a-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9a-f:.]+\](:[0-9]{1,5})?$/i;
+
 /**
  * Only this server is allowed: scripts, styles, fonts (inlined as data: URLs in GraphiQL's
- * stylesheet) and API calls. No inline script at all; the one style element GraphiQL
+ * stylesheet), API calls and the subscriptions' WebSocket (named by host: older browsers do not
+ * count ws: and wss: as 'self'). No inline script at all; the one style element GraphiQL
  * creates at run time carries the response's nonce.
  */
-function contentSecurityPolicy(styleNonce: string): string {
+function contentSecurityPolicy(styleNonce: string, host: string | undefined): string {
+  const sockets = host !== undefined && HOST_PATTERN.test(host) ? ` ws://${host} wss://${host}` : '';
   return [
     "default-src 'none'",
     "script-src 'self'",
     `style-src 'self' 'nonce-${styleNonce}'`,
     "font-src 'self' data:",
     "img-src 'self' data:",
-    "connect-src 'self'",
+    `connect-src 'self'${sockets}`,
     "base-uri 'none'",
     "form-action 'none'",
     "frame-ancestors 'none'",
@@ -54,7 +59,7 @@ export function playgroundRouter(options: PlaygroundOptions): Router {
     const styleNonce = randomBytes(16).toString('base64');
     response
       .set({
-        'Content-Security-Policy': contentSecurityPolicy(styleNonce),
+        'Content-Security-Policy': contentSecurityPolicy(styleNonce, request.get('host')),
         // The page may hold a token.
         'Cache-Control': 'no-store',
         'Referrer-Policy': 'no-referrer',

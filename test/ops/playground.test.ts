@@ -1,3 +1,4 @@
+import { request as httpRequest } from 'node:http';
 import { parse, validate } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSchema } from '../../src/graphql/schema.js';
@@ -70,10 +71,21 @@ describe('the playground outside production', () => {
     }));
     expect(directives.get('default-src')).toEqual(["'none'"]);
     expect(directives.get('script-src')).toEqual(["'self'"]);
-    expect(directives.get('connect-src')).toEqual(["'self'"]);
+    // The subscriptions' WebSocket: this server's host only.
+    const host = new URL(gateway.url).host;
+    expect(directives.get('connect-src')).toEqual(["'self'", `ws://${host}`, `wss://${host}`]);
     expect(directives.get('style-src')).toEqual(["'self'", expect.stringMatching(/^'nonce-[\w+/=]{20,}'$/)]);
     expect(directives.get('frame-ancestors')).toEqual(["'none'"]);
     expect(policies[0]).not.toMatch(/unsafe|https?:|\*/);
+    // A Host header that is not a host names nothing in the policy.
+    const forged = await new Promise<string>((resolve, reject) => {
+      const request = httpRequest(`${gateway.url}/graphql`, { headers: { accept: BROWSER_ACCEPT, host: 'x; script-src *' } }, (response) => {
+        response.resume();
+        resolve(String(response.headers['content-security-policy']));
+      });
+      request.on('error', reject).end();
+    });
+    expect(forged).toMatch(/connect-src 'self';/);
     // A fresh nonce on every page.
     expect(policies[1]).not.toBe(policies[0]);
   });
@@ -84,9 +96,9 @@ describe('the playground outside production', () => {
     const names = tabs.map(({ query }) => {
       const document = parse(query);
       expect(validate(schema, document), query).toEqual([]);
-      return /(?:query|mutation) (\w+)/.exec(query)?.[1];
+      return /(?:query|mutation|subscription) (\w+)/.exec(query)?.[1];
     });
-    expect(names).toEqual(['Conversations', 'Quota', 'DeleteConversation', 'RenameConversation', 'DeleteAllConversations', 'Buy']);
+    expect(names).toEqual(['Conversations', 'Quota', 'BalanceLive', 'ConversationEvents', 'DeleteConversation', 'RenameConversation', 'DeleteAllConversations', 'Buy']);
     expect(tabs[0]!.query).toMatch(/messages\s*\{/);
   });
 
