@@ -49,6 +49,8 @@ const GRAPHQL_PATH = '/graphql';
 const KEEP_ALIVE_MS = 12_000;
 /** Once stopping, how long sockets may take to finish their closing handshake before they are cut. */
 const CLOSE_GRACE_MS = 2_000;
+/** Valid documents remembered, by text (the oldest is forgotten first), and the longest text remembered. */
+const CHECKED_DOCUMENTS = { count: 200, textLength: 4_096 };
 /** A close code of the WebSocket standard: the server is going away. */
 const GOING_AWAY = 1001;
 /** A close code of the WebSocket standard: try again later (clients reconnect). */
@@ -253,9 +255,8 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
           await rateLimits.countCaller(state.caller!.userId);
           const text = options.documentOf(payload);
           if (text === undefined) throw badRequest('a subscribe message must carry a GraphQL document');
-          const document = parseDocument(text);
-          const invalid = validate(schema, document, validationRules);
-          if (invalid.length > 0) return invalid.map(validationFailure);
+          const document = checkedDocument(text);
+          if (!('kind' in document)) return document;
           const operation = getOperationAST(document, payload.operationName);
           if (operation == null) throw badRequest('the document must name one operation (operationName) to run');
           if (operation.operation !== 'subscription') {
@@ -300,13 +301,34 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
     KEEP_ALIVE_MS,
   );
 
-  function parseDocument(text: string): DocumentNode {
+  /**
+   * A document parsed and validated, or why it is refused. Clients send the same few documents
+   * over and over, so a valid one is checked once and its syntax tree shared (as Apollo Server's
+   * document store does over HTTP); the cost, which depends on the variables, is checked each
+   * time. Only short valid texts are kept, so that nobody can fill the memory with made-up ones.
+   */
+  const validDocuments = new Map<string, DocumentNode>();
+  function checkedDocument(text: string): DocumentNode | readonly GraphQLError[] {
+    const known = validDocuments.get(text);
+    if (known !== undefined) return known;
+    const checked = parseAndValidate(text);
+    if ('kind' in checked && text.length <= CHECKED_DOCUMENTS.textLength) {
+      if (validDocuments.size >= CHECKED_DOCUMENTS.count) validDocuments.delete(validDocuments.keys().next().value!);
+      validDocuments.set(text, checked);
+    }
+    return checked;
+  }
+
+  function parseAndValidate(text: string): DocumentNode | readonly GraphQLError[] {
+    let document: DocumentNode;
     try {
-      return parse(text, limits.parseOptions);
+      document = parse(text, limits.parseOptions);
     } catch (error) {
       if (!(error instanceof GraphQLError)) throw error;
-      throw new GraphQLError(error.message, { source: error.source, positions: error.positions, extensions: { code: 'GRAPHQL_PARSE_FAILED' } });
+      return [new GraphQLError(error.message, { source: error.source, positions: error.positions, extensions: { code: 'GRAPHQL_PARSE_FAILED' } })];
     }
+    const invalid = validate(schema, document, validationRules);
+    return invalid.length === 0 ? document : invalid.map(validationFailure);
   }
 
   return {
