@@ -14,6 +14,7 @@ import { freePort, ROOT, startNode, waitForHttp, waitForOutput, type Child } fro
 import { formatReport, jsonReport, ratiosOf, targetsOf, type Report, type ScenarioSummary } from './report.js';
 import { scenarios, SCENARIO_NAMES, type Scenario, type Target } from './scenarios.js';
 import { seedUsers, smallUserCount } from './seed.js';
+import { formatSubscriptionReport, measureSubscriptions, type SubscriptionReport } from './subscriptions.js';
 
 const USAGE = `npm run bench -- [--quick] [--soak SECONDS] [--json FILE] [--rounds N] [--seconds S] [--only a,b] [--profile]
 
@@ -22,13 +23,18 @@ const USAGE = `npm run bench -- [--quick] [--soak SECONDS] [--json FILE] [--roun
   --json FILE    also write the results as JSON
   --rounds N     rounds per scenario (default: 5)
   --seconds S    seconds per scenario and round (default: 10, or 3 with --quick)
-  --only a,b     measure only these scenarios (${SCENARIO_NAMES.join(', ')})
+  --only a,b     measure only these scenarios (${SCENARIO_NAMES.join(', ')}, subscriptions)
   --profile      run the gateway with --cpu-prof; profiles land in .bench/profiles/
 
 MONGODB_URI set: runs on that server, in database chat_gateway_bench (dropped before and after).
 Otherwise: runs the embedded engine as a separate process.`;
 
 const BENCH_DATABASE = 'chat_gateway_bench';
+/** The subscriptions scenario's own database (1 000 users), dropped after it. */
+const LIVE_DATABASE = 'chat_gateway_bench_live';
+/** Idle subscriptions whose memory is measured, and balance writes for the latency with one user's subscribers. */
+const IDLE_SOCKETS = 5_000;
+const LIVE_WRITES = 100;
 const BENCH_DIRECTORY = join(ROOT, '.bench');
 
 const { values: args } = parseArgs({
@@ -53,7 +59,9 @@ const rounds = Number(args.rounds ?? 5);
 const seconds = Number(args.seconds ?? (quick ? 3 : 10));
 const soakSeconds = Number(args.soak ?? (quick ? 20 : 60));
 const only = args.only?.split(',');
-const unknown = only?.filter((name) => !(SCENARIO_NAMES as readonly string[]).includes(name)) ?? [];
+const unknown = only?.filter((name) => ![...SCENARIO_NAMES, 'subscriptions'].includes(name)) ?? [];
+const measureLive = only === undefined || only.includes('subscriptions');
+const measureHttp = only === undefined || only.some((name) => name !== 'subscriptions');
 if (![rounds, seconds].every((value) => Number.isInteger(value) && value > 0) || !(soakSeconds >= 0) || unknown.length > 0) {
   process.stderr.write(`${unknown.length > 0 ? `unknown scenario: ${unknown.join(', ')}\n` : ''}${USAGE}\n`);
   process.exit(2);
@@ -73,14 +81,25 @@ async function main(): Promise<void> {
   let engine: Child | undefined;
   try {
     // 1. The database, in its own process (or the real one), then the gateway, which creates its indexes.
+    let server: string;
     if (external) {
+      server = external;
       uri = withDatabaseName(external, BENCH_DATABASE);
       await dropDatabase(uri);
     } else {
       engine = startNode('embedded engine', ['dist/cli/embedded-db.js', '--port', String(await freePort())]);
       children.push(engine);
-      const [address] = await waitForOutput(engine, /mongodb:\/\/127\.0\.0\.1:\d+/);
-      uri = withDatabaseName(address, BENCH_DATABASE);
+      [server] = (await waitForOutput(engine, /mongodb:\/\/127\.0\.0\.1:\d+\/\S*/)) as unknown as [string];
+      uri = withDatabaseName(server, BENCH_DATABASE);
+    }
+    let live: SubscriptionReport | undefined;
+    if (measureLive) {
+      live = await measureSubscriptions(withDatabaseName(server, LIVE_DATABASE), { idleSockets: IDLE_SOCKETS, writes: LIVE_WRITES, log });
+      process.stdout.write(`\n${formatSubscriptionReport(live)}\n`);
+    }
+    if (!measureHttp) {
+      if (args.json) writeFileSync(args.json, `${JSON.stringify({ subscriptions: live }, null, 2)}\n`);
+      return;
     }
     const jwtSecret = randomBytes(24).toString('base64url');
     const gatewayPort = await freePort();
@@ -203,8 +222,9 @@ async function main(): Promise<void> {
     };
     const report: Report = { ...partial, targets: targetsOf(partial, quick) };
     process.stdout.write(`\n${formatReport(report)}\n`);
+    if (live) process.stdout.write(`\n${formatSubscriptionReport(live)}\n`);
     if (args.json) {
-      writeFileSync(args.json, `${JSON.stringify(jsonReport(report), null, 2)}\n`);
+      writeFileSync(args.json, `${JSON.stringify({ ...(jsonReport(report) as object), subscriptions: live }, null, 2)}\n`);
       log(`wrote ${args.json}`);
     }
   } finally {
