@@ -1,4 +1,6 @@
+import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { connectAs, type Operation, type OperationMessage, type TestSocket } from '../support/websocket.js';
 import { subscriptionsRunning } from './helpers.js';
@@ -135,5 +137,36 @@ describe('Subscription.conversationEvents', () => {
     expect(cleaned.body.data).toEqual({ deleteAllConversations: { deletedCount: 2 } });
     const ids = [data(await events.next()).conversationEvents, data(await events.next()).conversationEvents];
     expect(ids).toEqual(expect.arrayContaining([{ kind: 'DELETED', id: 1 }, { kind: 'DELETED', id: 2 }]));
+  });
+});
+
+describe("graphql-ws's own client, as the README shows it", () => {
+  it('subscribes with the credential in connectionParams and gets the balance, then its change', async () => {
+    const client = createClient({
+      url: `${gateway.url.replace(/^http/, 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: async () => ({ Authorization: `Bearer ${await gateway.token(1)}` }),
+    });
+    try {
+      const values: number[] = [];
+      const twoValues = new Promise<void>((resolve, reject) => {
+        client.subscribe<{ quota: number }>(
+          { query: 'subscription { quota }' },
+          {
+            next: ({ data }) => {
+              values.push(data!.quota);
+              if (values.length === 1) gateway.models.users.updateOne({ id: 1 }, { $inc: { balanceUnits: 5_000 } }).exec().catch(reject);
+              if (values.length === 2) resolve();
+            },
+            error: reject,
+            complete: () => {},
+          },
+        );
+      });
+      await twoValues;
+      expect(values[1]! - values[0]!).toBe(0.5);
+    } finally {
+      await client.dispose();
+    }
   });
 });
