@@ -3,6 +3,7 @@ import { loadConfig, type Config } from './config.js';
 import { describeMongodbUri } from './db/uri.js';
 import { createLogger } from './logger.js';
 import { DEMO_USER_ID } from './seed/demo-data.js';
+import { legacyRoutes } from './rest/routes.js';
 import { startService, type RunningService } from './service.js';
 
 const USAGE = `Usage: npm start   (or: node dist/main.js)
@@ -55,7 +56,8 @@ function banner(config: Config, service: RunningService, database: string): stri
     '',
     `chat-gateway listening on ${url} (deployment: ${config.deployment}${config.production ? ', production' : ''})`,
     `  GraphQL           ${url}/graphql${config.playground ? '  (playground: open it in a browser)' : ''}`,
-    `  REST              ${url}/conversation/list, /conversation/load, /conversation/delete, /quota, /buy, /package` +
+    `  REST              ${url}${legacyRoutes.map((route) => route.path).join(', ')}` +
+      (config.restBasePath ? ` (also under ${config.restBasePath})` : '') +
       (config.deployment === 'official' ? '' : ' (buy and package: not available on community)'),
     `  OpenAPI           ${url}/openapi.json`,
     `  health, metrics   ${url}/healthz, /readyz, /metrics${config.metricsToken ? ' (with the bearer METRICS_TOKEN)' : ''}`,

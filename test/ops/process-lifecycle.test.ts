@@ -42,6 +42,8 @@ describe('node dist/main.js with no MONGODB_URI', () => {
     const banner = service.stderr();
     expect(banner).toMatch(/GraphQL +http:\/\/127\.0\.0\.1:\d+\/graphql +\(playground/);
     expect(banner).toMatch(/database +embedded engine \(in memory, in this process\)/);
+    // Every legacy endpoint served, from the route table itself (rename and clean included).
+    expect(banner).toMatch(/REST +http:\/\/127\.0\.0\.1:\d+\/conversation\/list, \/conversation\/load, .*\/conversation\/rename, \/conversation\/clean/);
     expect(banner).toMatch(/Access token for demo user 1/);
     expect(token).not.toBe('');
     for (const line of service.stdout().trim().split('\n')) expect(() => JSON.parse(line)).not.toThrow();
