@@ -3,8 +3,9 @@ import { call, type Answer, type Scenario, type ScenarioName, type Target } from
 
 /**
  * Before anything is measured: every scenario answers 200 with the expected
- * data, and the hand-written baseline's bodies are byte-identical to the
- * gateway's REST bodies (same bytes, same content type).
+ * data, the hand-written baseline's and the floor's bodies are byte-identical to
+ * the gateway's REST bodies (same bytes, same content type), and Apollo Server's
+ * answers to the same operations are byte-identical to the gateway's GraphQL answers.
  */
 export async function checkAnswers(all: readonly Scenario[], bases: Record<Target, string>): Promise<void> {
   const answers = new Map<ScenarioName, Answer>();
@@ -15,11 +16,16 @@ export async function checkAnswers(all: readonly Scenario[], bases: Record<Targe
   }
   const json = (name: ScenarioName) => JSON.parse(answers.get(name)!.text);
 
+  const same = (peer: ScenarioName, gateway: ScenarioName) => {
+    const expected = answers.get(gateway)!;
+    const answer = answers.get(peer)!;
+    ok(answer.text === expected.text, `${peer} body differs from ${gateway}:\n  gateway: ${expected.text.slice(0, 200)}\n  ${peer}: ${answer.text.slice(0, 200)}`);
+    equal(answer.contentType, expected.contentType, `${peer} content type differs from ${gateway}`);
+  };
   for (const work of ['list', 'load'] as const) {
-    const rest = answers.get(`rest_${work}`)!;
-    const baseline = answers.get(`baseline_${work}`)!;
-    ok(rest.text === baseline.text, `baseline ${work} body differs from the gateway's:\n  gateway:  ${rest.text.slice(0, 200)}\n  baseline: ${baseline.text.slice(0, 200)}`);
-    equal(baseline.contentType, rest.contentType, `baseline ${work} content type differs`);
+    same(`baseline_${work}`, `rest_${work}`);
+    same(`floor_${work}`, `rest_${work}`);
+    same(`apollo_${work}`, `graphql_${work}`);
   }
 
   const list = json('rest_list');

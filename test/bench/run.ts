@@ -121,7 +121,8 @@ async function main(): Promise<void> {
     const bases: Record<Target, string> = {
       gateway: `http://127.0.0.1:${gatewayPort}`,
       baseline: `http://127.0.0.1:${await freePort()}`,
-      hello: `http://127.0.0.1:${await freePort()}`,
+      floor: `http://127.0.0.1:${await freePort()}`,
+      apollo: `http://127.0.0.1:${await freePort()}`,
     };
     await waitForHttp(gateway, `${bases.gateway}/healthz`);
     let rssMax = 0;
@@ -140,14 +141,17 @@ async function main(): Promise<void> {
 
     const token = await signAccessToken(secretKey(jwtSecret), BENCH_USER_ID);
     const all = scenarios(token).filter((scenario) => only === undefined || only.includes(scenario.name));
-    const baseline = startNode('baseline', ['test/bench/servers/baseline.ts', '--port', port(bases.baseline), '--uri', uri, '--secret', jwtSecret], {
-      env: { NODE_ENV: 'production' },
-      nodeOptions: ['--import', 'tsx'],
-    });
-    const hello = startNode('hello', ['test/bench/servers/hello.ts', '--port', port(bases.hello)], { nodeOptions: ['--import', 'tsx'] });
-    children.push(baseline, hello);
-    await Promise.all([waitForOutput(baseline, /listening/), waitForOutput(hello, /listening/)]);
-    const servers: Record<Target, Child> = { gateway, baseline, hello };
+    // The peers, each in its own process on the same database and data.
+    const peers = (['baseline', 'floor', 'apollo'] as const).map((name) =>
+      startNode(name, [`test/bench/servers/${name}.ts`, '--port', port(bases[name]), '--uri', uri!, '--secret', jwtSecret], {
+        env: { NODE_ENV: 'production' },
+        nodeOptions: ['--import', 'tsx'],
+      }),
+    );
+    children.push(...peers);
+    await Promise.all(peers.map((peer) => waitForOutput(peer, /listening/)));
+    const [baseline, floor, apollo] = peers as [Child, Child, Child];
+    const servers: Record<Target, Child> = { gateway, baseline, floor, apollo };
     /** One run of a scenario, with the CPU time its server and the database spent per request. */
     const measure = async (scenario: Scenario, duration: number): Promise<Sample> => {
       const server = servers[scenario.target];

@@ -6,18 +6,25 @@ export const SCENARIO_NAMES = [
   'rest_list',
   'graphql_list',
   'baseline_list',
+  'floor_list',
+  'apollo_list',
   'rest_load',
   'graphql_load',
   'baseline_load',
+  'floor_load',
+  'apollo_load',
   'graphql_page_messages',
   'rest_quota',
   'graphql_quota',
-  'raw_http',
 ] as const;
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
-/** Which process answers: the gateway, the hand-written baseline, or the bare `node:http` floor. */
-export type Target = 'gateway' | 'baseline' | 'hello';
+/**
+ * Which process answers: the gateway, or one of its peers on the same database — the hand-written
+ * Express + Mongoose baseline, the bare `node:http` + driver floor, Apollo Server with its defaults.
+ */
+export type Target = 'gateway' | 'baseline' | 'floor' | 'apollo';
+export const TARGETS: readonly Target[] = ['gateway', 'baseline', 'floor', 'apollo'];
 
 export interface Scenario {
   name: ScenarioName;
@@ -53,6 +60,8 @@ export function scenarios(token: string): Scenario[] {
   const auth = { authorization: `Bearer ${token}` };
   const post = { ...auth, 'content-type': 'application/json' };
   const load = `/conversation/load?id=${KNOWN_CONVERSATION_ID}`;
+  const graphqlList = graphqlBody(print(ListConversationsDocument), 'ListConversations');
+  const graphqlLoad = graphqlBody(print(LoadConversationDocument), 'LoadConversation', { id: KNOWN_CONVERSATION_ID });
   return [
     { name: 'rest_list', target: 'gateway', method: 'GET', path: '/conversation/list', headers: auth, commands: 1 },
     {
@@ -61,10 +70,12 @@ export function scenarios(token: string): Scenario[] {
       method: 'POST',
       path: '/graphql',
       headers: post,
-      body: graphqlBody(print(ListConversationsDocument), 'ListConversations'),
+      body: graphqlList,
       commands: 1,
     },
     { name: 'baseline_list', target: 'baseline', method: 'GET', path: '/conversation/list', headers: auth },
+    { name: 'floor_list', target: 'floor', method: 'GET', path: '/conversation/list', headers: auth },
+    { name: 'apollo_list', target: 'apollo', method: 'POST', path: '/', headers: post, body: graphqlList },
     { name: 'rest_load', target: 'gateway', method: 'GET', path: load, headers: auth, commands: 1 },
     {
       name: 'graphql_load',
@@ -72,10 +83,12 @@ export function scenarios(token: string): Scenario[] {
       method: 'POST',
       path: '/graphql',
       headers: post,
-      body: graphqlBody(print(LoadConversationDocument), 'LoadConversation', { id: KNOWN_CONVERSATION_ID }),
+      body: graphqlLoad,
       commands: 1,
     },
     { name: 'baseline_load', target: 'baseline', method: 'GET', path: load, headers: auth },
+    { name: 'floor_load', target: 'floor', method: 'GET', path: load, headers: auth },
+    { name: 'apollo_load', target: 'apollo', method: 'POST', path: '/', headers: post, body: graphqlLoad },
     {
       name: 'graphql_page_messages',
       target: 'gateway',
@@ -95,7 +108,6 @@ export function scenarios(token: string): Scenario[] {
       body: graphqlBody(print(QuotaDocument), 'Quota'),
       commands: 1,
     },
-    { name: 'raw_http', target: 'hello', method: 'GET', path: '/', headers: {} },
   ];
 }
 
