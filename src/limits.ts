@@ -28,3 +28,9 @@ export const HTTP_SERVER_LIMITS = {
   /** Connections open at once; further ones are closed as they arrive. */
   maxConnections: 10_000,
 } as const;
+
+/**
+ * Verified access tokens one process holds (`auth/verified-tokens.ts`), about 0.5 KB each: more than
+ * the callers one instance serves within a token's lifetime, so each token's signature is checked once.
+ */
+export const VERIFIED_TOKENS_HELD = 10_000;

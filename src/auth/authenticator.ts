@@ -1,7 +1,8 @@
 import type { AccountStore } from '../accounts/account.store.js';
 import { systemClock, type Clock } from '../clock.js';
 import { API_KEY_PREFIX, hashApiKey } from './api-key.js';
-import { verifyAccessToken } from './access-token.js';
+import { VerifiedTokens } from './verified-tokens.js';
+import { VERIFIED_TOKENS_HELD } from '../limits.js';
 
 export interface Caller {
   userId: number;
@@ -18,17 +19,23 @@ const CREDENTIAL_PATTERN = /^[\x21-\x7e]{1,4096}$/;
 
 /** Turns an `Authorization` header (`Bearer <credential>` or the bare credential) into a caller. */
 export class Authenticator {
+  /** Access tokens verified before. API keys are not held: each is looked up, so that removing one refuses it at once. */
+  readonly tokens: VerifiedTokens;
+
   constructor(
-    private readonly key: Uint8Array,
+    key: Uint8Array,
     private readonly accounts: AccountStore,
     private readonly clock: Clock = systemClock,
-  ) {}
+    tokensHeld = VERIFIED_TOKENS_HELD,
+  ) {
+    this.tokens = new VerifiedTokens(key, tokensHeld);
+  }
 
   /** The caller, or null for refused credentials. */
   async authenticate(authorization: string | undefined): Promise<Caller | null> {
     const credential = credentialOf(authorization);
     if (credential === null) return null;
-    if (!credential.startsWith(API_KEY_PREFIX)) return verifyAccessToken(this.key, credential, this.clock.now());
+    if (!credential.startsWith(API_KEY_PREFIX)) return this.tokens.verify(credential, this.clock.now());
     const userId = await this.accounts.userIdForApiKeyHash(hashApiKey(credential));
     return userId === null ? null : { userId };
   }
