@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Request, Response } from 'express';
-import { pinoHttp, type HttpLogger } from 'pino-http';
+import type { IncomingMessage } from 'node:http';
+import type { RequestHandler } from 'express';
 import type { Logger } from '../logger.js';
 import { CLIENT_CLOSED_REQUEST, routePattern } from './request-end.js';
 
@@ -10,47 +9,58 @@ const ACCEPTED_ID = /^[\w.:-]{1,128}$/;
 /** Probes and scrapes are counted in the metrics but not logged: they would drown the log. */
 const UNLOGGED_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
 
-/**
- * Gives every request an id (the caller's `X-Request-Id` or a new one), echoed in the
- * response and bound to `request.log`, and writes one line per request: id, caller, route
- * (and GraphQL operation), status, duration. Deliberately nothing from headers, query
- * strings or bodies: no credentials or contents reach the log.
- */
-export function requestLogging(logger: Logger): HttpLogger {
-  return pinoHttp({
-    logger,
-    genReqId(request, response) {
-      const incoming = request.headers['x-request-id'];
-      const id = typeof incoming === 'string' && ACCEPTED_ID.test(incoming) ? incoming : randomUUID();
-      response.setHeader('X-Request-Id', id);
-      return id;
-    },
-    customAttributeKeys: { reqId: 'requestId' },
-    quietReqLogger: true,
-    quietResLogger: true,
-    customLogLevel: (request, response, error) => {
-      if (UNLOGGED_ROUTES.has(routePattern(request as Request))) return 'silent';
-      return error || response.statusCode >= 500 ? 'error' : 'info';
-    },
-    customSuccessMessage: () => 'request',
-    customErrorMessage: () => 'request failed',
-    customSuccessObject: (request, response, logged: { responseTime: number }) => requestLine(request, response, logged),
-    customErrorObject: (request, response, _error, logged: { responseTime: number }) => requestLine(request, response, logged),
-  });
+declare module 'node:http' {
+  interface IncomingMessage {
+    /** The request's id: the caller's `X-Request-Id`, or a new one. */
+    id: string;
+    /** The service's logger with the request id bound, made when first used. */
+    readonly log: Logger;
+  }
 }
 
-function requestLine(request: IncomingMessage, response: ServerResponse, logged: { responseTime: number }): object {
-  const { locals } = response as Response;
-  return {
-    method: request.method,
-    route: routePattern(request as Request),
-    operation: locals.graphqlOperationName,
-    status: response.writableFinished ? response.statusCode : CLIENT_CLOSED_REQUEST,
-    durationMs: logged.responseTime,
-    userId: locals.caller?.userId,
+/**
+ * Gives every request an id (the caller's `X-Request-Id` or a new one), echoed in the
+ * response and bound to `request.log`, and writes one line per request when it ends: id,
+ * caller, route (and GraphQL operation), status, duration. Deliberately nothing from headers,
+ * query strings or bodies: no credentials or contents reach the log. Nothing is built for the
+ * line unless its level is logged, and `request.log` is made only when something logs through it.
+ */
+export function requestLogging(logger: Logger): RequestHandler {
+  return (request, response, next) => {
+    const incoming = request.headers['x-request-id'];
+    const requestId = typeof incoming === 'string' && ACCEPTED_ID.test(incoming) ? incoming : randomUUID();
+    response.setHeader('X-Request-Id', requestId);
+    request.id = requestId;
+    let requestLogger: Logger | undefined;
+    Object.defineProperty(request, 'log', { get: () => (requestLogger ??= logger.child({ requestId })) });
+    const started = Date.now();
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      const route = routePattern(request);
+      if (UNLOGGED_ROUTES.has(route)) return;
+      const failed = response.statusCode >= 500;
+      if (!logger.isLevelEnabled(failed ? 'error' : 'info')) return;
+      const { locals } = response;
+      const line = {
+        requestId,
+        method: request.method,
+        route,
+        operation: locals.graphqlOperationName,
+        status: response.writableFinished ? response.statusCode : CLIENT_CLOSED_REQUEST,
+        durationMs: Date.now() - started,
+        userId: locals.caller?.userId,
+      };
+      if (failed) logger.error(line, 'request failed');
+      else logger.info(line, 'request');
+    };
+    response.once('finish', end);
+    response.once('close', end);
+    next();
   };
 }
 
 export function requestIdOf(request: IncomingMessage): string {
-  return String(request.id);
+  return request.id;
 }
