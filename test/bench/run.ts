@@ -18,10 +18,10 @@ import { formatSubscriptionReport, measureSubscriptions, type SubscriptionReport
 
 const USAGE = `npm run bench -- [--quick] [--soak SECONDS] [--json FILE] [--rounds N] [--seconds S] [--only a,b] [--profile]
 
-  --quick        1 000 users / 100 000 conversations, shorter rounds (a few minutes in all)
+  --quick        1 000 users / 100 000 conversations, 3 shorter rounds (under 5 minutes in all)
   --soak S       seconds of mixed full load for the memory check (default: 60, or 20 with --quick)
   --json FILE    also write the results as JSON
-  --rounds N     rounds per scenario (default: 5)
+  --rounds N     rounds per scenario (default: 5, or 3 with --quick)
   --seconds S    seconds per scenario and round (default: 10, or 3 with --quick)
   --only a,b     measure only these scenarios (${SCENARIO_NAMES.join(', ')}, subscriptions)
   --profile      run the gateway with --cpu-prof; profiles land in .bench/profiles/
@@ -55,7 +55,7 @@ if (args.help) {
 }
 const quick = args.quick;
 const dataset = quick ? QUICK_DATASET : FULL_DATASET;
-const rounds = Number(args.rounds ?? 5);
+const rounds = Number(args.rounds ?? (quick ? 3 : 5));
 const seconds = Number(args.seconds ?? (quick ? 3 : 10));
 const soakSeconds = Number(args.soak ?? (quick ? 20 : 60));
 const only = args.only?.split(',');
@@ -266,7 +266,7 @@ async function soak(gateway: Child, base: string, mixed: readonly Scenario[]): P
 
 /** A short run of each scenario so that every code path is compiled before it is measured. */
 async function warmUp(all: readonly Scenario[], bases: Record<Target, string>): Promise<void> {
-  for (const scenario of all) await drive(bases[scenario.target], scenario, quick ? 2 : 3);
+  for (const scenario of all) await drive(bases[scenario.target], scenario, quick ? 1 : 3);
 }
 
 function summarize(samples: readonly Sample[]): ScenarioSummary {
