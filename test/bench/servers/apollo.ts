@@ -2,10 +2,10 @@ import { ApolloServer } from '@apollo/server';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import DataLoader from 'dataloader';
 import { GraphQLError } from 'graphql';
-import { jwtVerify } from 'jose';
 import mongoose from 'mongoose';
 import { parseArgs } from 'node:util';
 import { conversationModel, type ConversationRecord, type MessageRecord } from '../../../src/conversations/conversation.model.js';
+import { bearerUser } from './legacy-bodies.js';
 
 /**
  * Apollo Server 5 with its default options over a minimal schema for the same reads: what the
@@ -46,7 +46,7 @@ interface Context {
   messagesById: DataLoader<number, MessageRecord[]>;
 }
 
-const key = new TextEncoder().encode(values.secret);
+const callerOf = bearerUser(values.secret);
 const connection = await mongoose.createConnection(values.uri).asPromise();
 const conversations = conversationModel(connection);
 const SUMMARY = { _id: 0, id: 1, userId: 1, name: 1, model: 1, enableWeb: 1 };
@@ -79,16 +79,6 @@ async function contextOf(authorization: string | undefined): Promise<Context> {
       return ids.map((id) => found.get(id)?.messages ?? []);
     }),
   };
-}
-
-async function callerOf(authorization: string | undefined): Promise<number | null> {
-  if (authorization === undefined) return null;
-  try {
-    const { payload } = await jwtVerify(authorization.replace(/^bearer\s+/i, ''), key, { algorithms: ['HS256'] });
-    return /^[1-9][0-9]{0,15}$/.test(payload.sub ?? '') ? Number(payload.sub) : null;
-  } catch {
-    return null;
-  }
 }
 
 const server = new ApolloServer<Context>({ typeDefs, resolvers });

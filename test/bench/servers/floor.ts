@@ -1,7 +1,7 @@
-import { jwtVerify } from 'jose';
 import { MongoClient } from 'mongodb';
 import { createServer, type ServerResponse } from 'node:http';
 import { parseArgs } from 'node:util';
+import { bearerUser, conversationIdOf, INVALID_ID, listBody, loadBody, type ConversationRow } from './legacy-bodies.js';
 
 /**
  * The floor: the same two legacy reads with nothing between HTTP and the database but a JWT
@@ -13,29 +13,10 @@ import { parseArgs } from 'node:util';
 const { values } = parseArgs({ options: { port: { type: 'string' }, uri: { type: 'string' }, secret: { type: 'string' } } });
 if (!values.port || !values.uri || !values.secret) throw new Error('usage: floor.ts --port N --uri MONGODB_URI --secret JWT_SECRET');
 
-interface Conversation {
-  userId: number;
-  id: number;
-  name: string;
-  model: string;
-  enableWeb: boolean;
-  messages?: { role: string; content: string }[];
-}
-
-const key = new TextEncoder().encode(values.secret);
+const callerOf = bearerUser(values.secret);
 const client = await MongoClient.connect(values.uri);
-const conversations = client.db().collection<Conversation>('conversations');
+const conversations = client.db().collection<ConversationRow>('conversations');
 const SUMMARY = { _id: 0, id: 1, userId: 1, name: 1, model: 1, enableWeb: 1 } as const;
-
-async function callerOf(authorization: string | undefined): Promise<number | null> {
-  if (authorization === undefined) return null;
-  try {
-    const { payload } = await jwtVerify(authorization.replace(/^bearer\s+/i, ''), key, { algorithms: ['HS256'] });
-    return /^[1-9][0-9]{0,15}$/.test(payload.sub ?? '') ? Number(payload.sub) : null;
-  } catch {
-    return null;
-  }
-}
 
 function send(response: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
@@ -43,25 +24,13 @@ function send(response: ServerResponse, status: number, body: unknown): void {
 }
 
 async function list(userId: number): Promise<unknown> {
-  const rows = await conversations.find({ userId }, { projection: SUMMARY, sort: { id: -1 }, limit: 100 }).toArray();
-  const data = rows.map((row) => ({ id: row.id, user_id: row.userId, name: row.name, message: null, model: row.model, enable_web: row.enableWeb }));
-  return { status: true, message: '', data };
+  return listBody(await conversations.find({ userId }, { projection: SUMMARY, sort: { id: -1 }, limit: 100 }).toArray());
 }
 
 async function load(userId: number, idParameter: string | null): Promise<unknown> {
-  const id = idParameter !== null && /^(0|[1-9][0-9]{0,9})$/.test(idParameter) ? Number(idParameter) : null;
-  if (id === null) return { status: false, message: 'invalid id' };
-  const row = await conversations.findOne({ userId, id }, { projection: { ...SUMMARY, messages: 1 } });
-  if (row === null) return { status: false, message: 'conversation not found' };
-  const data = {
-    id: row.id,
-    user_id: row.userId,
-    name: row.name,
-    message: (row.messages ?? []).map(({ role, content }) => ({ role, content })),
-    model: row.model,
-    enable_web: row.enableWeb,
-  };
-  return { status: true, message: 'success', data };
+  const id = conversationIdOf(idParameter);
+  if (id === null) return INVALID_ID;
+  return loadBody(await conversations.findOne({ userId, id }, { projection: { ...SUMMARY, messages: 1 } }));
 }
 
 const server = createServer(async (request, response) => {
