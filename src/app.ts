@@ -17,6 +17,7 @@ import type { GraphQLLogging } from './observability/graphql-logging.js';
 import type { GatewayMetrics } from './observability/metrics.js';
 import { requestIdOf, requestLogging } from './observability/request-log.js';
 import { playgroundRouter, type PlaygroundOptions } from './playground/playground.js';
+import type { CompiledOperations } from './rest/compiled-operations.js';
 import type { PreparedRoute } from './rest/executor.js';
 import { inProcessExecutor } from './rest/in-process-executor.js';
 import { legacyEndpoints } from './rest/legacy-router.js';
@@ -35,6 +36,8 @@ export interface AppOptions {
   /** Which documents `/graphql` runs by id, and whether it runs any other. */
   trustedDocuments: TrustedDocuments;
   restRoutes: PreparedRoute[];
+  /** The table's queries compiled at start, which run without Apollo Server's request pipeline. */
+  restQueries: CompiledOperations;
   /** The OpenAPI document of `restRoutes`, as served. */
   openApi: string;
   /** For readiness. */
@@ -102,7 +105,7 @@ export function createApp(options: AppOptions): Express {
     response.type('application/json').send(options.openApi);
   });
   app.use(
-    ...legacyEndpoints(options.restRoutes, inProcessExecutor(apollo, authenticator, createContext), {
+    ...legacyEndpoints(options.restRoutes, inProcessExecutor(apollo, options.restQueries, authenticator, createContext), {
       afterAuthentication: [rateLimits.byCaller],
       basePath: options.restBasePath,
     }),

@@ -23,6 +23,7 @@ import type { Logger } from './logger.js';
 import { graphqlLogging } from './observability/graphql-logging.js';
 import { createMetrics } from './observability/metrics.js';
 import { createHttpServer } from './http/server.js';
+import { compiledOperations } from './rest/compiled-operations.js';
 import { prepareRoutes, restLayerDocuments } from './rest/executor.js';
 import { openApiDocument } from './rest/openapi.js';
 import type { RestRoute } from './rest/route.js';
@@ -188,6 +189,12 @@ async function serve(
     observeExecution: metrics.observeExecution,
   });
   await apollo.start();
+  const restQueries = compiledOperations(schema, preparedRoutes, {
+    production: config.production,
+    observeExecution: metrics.observeExecution,
+    recordOperation: metrics.recordOperation,
+    logUnexpected: graphqlLog.logUnexpected,
+  });
 
   // HTTP: the app on the server Apollo Server drains when it stops.
   const rateLimits = await createRateLimits({
@@ -201,6 +208,7 @@ async function serve(
     rateLimits,
     trustedDocuments,
     restRoutes: preparedRoutes,
+    restQueries,
     openApi: JSON.stringify(openApiDocument(restRoutes, packageVersion, config.restBasePath)),
     database,
     readinessDetails: subscriptions.metrics.counts,

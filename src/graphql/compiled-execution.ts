@@ -87,7 +87,7 @@ function variablesCoerce(schema: GraphQLSchema, operation: OperationDefinitionNo
  * error formatting requires: this makes the error graphql-js would have made, with graphql-jit's
  * locations (graphql-js computes them from AST nodes, which graphql-jit does not keep).
  */
-function asGraphQLError(error: GraphQLError): GraphQLError {
+export function asGraphQLError(error: GraphQLError): GraphQLError {
   const normalized = new GraphQLError(error.message, {
     path: error.path,
     originalError: error.originalError ?? undefined,

@@ -1,5 +1,6 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { Response } from 'express';
+import type { GraphQLFormattedError } from 'graphql';
 import type { RequestContext } from '../context.js';
 import { isInternal } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -14,13 +15,30 @@ export interface GraphQLLogging {
   track<TContext extends object>(response: Response, context: TContext): TContext;
   /** Names the operation for the request log, and logs unexpected errors with their stack. */
   plugin: ApolloServerPlugin<RequestContext>;
+  /** Logs the unexpected errors among an answer's `formatted` errors, with the `errors` they were made from. */
+  logUnexpected(
+    formatted: readonly GraphQLFormattedError[],
+    errors: readonly Error[] | undefined,
+    requestId: string,
+    operationName: string | undefined,
+  ): void;
 }
 
 export function graphqlLogging(logger: Logger): GraphQLLogging {
+  const logUnexpected: GraphQLLogging['logUnexpected'] = (formatted, errors, requestId, operationName) => {
+    formatted.forEach((answer, index) => {
+      if (!isInternal(answer)) return;
+      logger.error(
+        { err: errors?.[index], requestId, operation: operationName ? boundedOperationName(operationName) : undefined },
+        'unexpected error in a GraphQL operation',
+      );
+    });
+  };
   return {
     track(response, context) {
       return Object.assign(context, { [RESPONSE]: response });
     },
+    logUnexpected,
     plugin: {
       async requestDidStart({ contextValue }) {
         // REST operations run without HTTP, so their contexts have no response.
@@ -30,17 +48,12 @@ export function graphqlLogging(logger: Logger): GraphQLLogging {
             if (response) response.locals.graphqlOperationName = boundedOperationName(operationName ?? 'anonymous');
           },
           async willSendResponse(requestContext) {
-            formattedErrorsOf(requestContext.response).forEach((formatted, index) => {
-              if (!isInternal(formatted)) return;
-              logger.error(
-                {
-                  err: requestContext.errors?.[index],
-                  requestId: requestContext.contextValue.requestId,
-                  operation: requestContext.operationName ? boundedOperationName(requestContext.operationName) : undefined,
-                },
-                'unexpected error in a GraphQL operation',
-              );
-            });
+            logUnexpected(
+              formattedErrorsOf(requestContext.response),
+              requestContext.errors,
+              requestContext.contextValue.requestId,
+              requestContext.operationName ?? undefined,
+            );
           },
         };
       },

@@ -9,12 +9,23 @@ const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.
 /** Requests that never reached a valid operation (unparsable, invalid, ambiguous). */
 const UNRESOLVED = '(unresolved)';
 
+/** Records one GraphQL operation that ran outside Apollo Server (the REST layer's compiled queries). */
+export type OperationRecorder = (
+  operation: { name: string; type: string },
+  errors: readonly GraphQLFormattedError[],
+  startedAt: bigint,
+) => void;
+
 /**
- * Counts and times GraphQL operations by name and type, and errors by code.
- * It sees `/graphql` and the REST layer alike, since both run through the same Apollo Server.
+ * Counts and times GraphQL operations by name and type, and errors by code: the plugin sees every
+ * operation Apollo Server runs (`/graphql`, the REST layer's mutations), `record` the REST layer's
+ * queries it runs itself, so the figures cover both surfaces alike.
  * Clients choose operation names: `knownOperationNames` always have their label, others are bounded.
  */
-export function graphqlMetrics(registry: Registry, knownOperationNames: Iterable<string>): ApolloServerPlugin<BaseContext> {
+export function graphqlMetrics(
+  registry: Registry,
+  knownOperationNames: Iterable<string>,
+): { plugin: ApolloServerPlugin<BaseContext>; record: OperationRecorder } {
   const operations = new Counter({
     name: 'graphql_operations_total',
     help: 'GraphQL operations run, by operation name and type, and whether the response carried errors',
@@ -36,24 +47,31 @@ export function graphqlMetrics(registry: Registry, knownOperationNames: Iterable
   });
   const names = new OperationNameLabels(knownOperationNames);
 
+  /** `name` is a label already (bounded). */
+  const count = (name: string, type: string, failures: readonly GraphQLFormattedError[], startedAt: bigint) => {
+    for (const failure of failures) errors.inc({ code: codeOf(failure) });
+    const labels = { operation_name: name, operation_type: type };
+    operations.inc({ ...labels, result: failures.length > 0 ? 'error' : 'success' });
+    duration.observe(labels, Number(process.hrtime.bigint() - startedAt) / 1e9);
+  };
+
   return {
-    async requestDidStart() {
-      const started = process.hrtime.bigint();
-      let operationName = UNRESOLVED;
-      let operationType = 'unknown';
-      return {
-        async didResolveOperation(requestContext) {
-          operationName = names.label(requestContext.operationName ?? 'anonymous');
-          operationType = requestContext.operation?.operation ?? 'unknown';
-        },
-        async willSendResponse({ response }) {
-          const failures = formattedErrorsOf(response);
-          for (const failure of failures) errors.inc({ code: codeOf(failure) });
-          const labels = { operation_name: operationName, operation_type: operationType };
-          operations.inc({ ...labels, result: failures.length > 0 ? 'error' : 'success' });
-          duration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
-        },
-      };
+    record: (operation, failures, startedAt) => count(names.label(operation.name), operation.type, failures, startedAt),
+    plugin: {
+      async requestDidStart() {
+        const started = process.hrtime.bigint();
+        let operationName = UNRESOLVED;
+        let operationType = 'unknown';
+        return {
+          async didResolveOperation(requestContext) {
+            operationName = names.label(requestContext.operationName ?? 'anonymous');
+            operationType = requestContext.operation?.operation ?? 'unknown';
+          },
+          async willSendResponse({ response }) {
+            count(operationName, operationType, formattedErrorsOf(response), started);
+          },
+        };
+      },
     },
   };
 }
