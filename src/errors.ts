@@ -224,6 +224,8 @@ const VALIDATION_FAILED = KINDS.invalidOperation.code;
  */
 export function graphqlErrorRendering(production: boolean): {
   formatError: (formatted: GraphQLFormattedError) => GraphQLFormattedError;
+  /** Errors met outside Apollo Server's pipeline, formatted as it formats them (a code on each; one for one). */
+  formatErrors: (errors: readonly GraphQLError[]) => GraphQLFormattedError[];
   /** The last step over an answer's formatted errors (the plugin's, and the WebSocket server's). */
   finishErrors: (errors: readonly GraphQLFormattedError[], requestId: string) => GraphQLFormattedError[];
   plugin: ApolloServerPlugin<BaseContext & { requestId: string }>;
@@ -232,11 +234,17 @@ export function graphqlErrorRendering(production: boolean): {
     production && errors.some((error) => codeOf(error) === VALIDATION_FAILED)
       ? [{ message: INVALID_DOCUMENT_MESSAGE, extensions: { code: VALIDATION_FAILED } }]
       : errors.map((error) => (isInternal(error) ? { ...error, extensions: { ...error.extensions, requestId } } : error));
+  const formatError = (formatted: GraphQLFormattedError): GraphQLFormattedError =>
+    !production || !isInternal(formatted)
+      ? formatted
+      : { message: INTERNAL_MESSAGE, ...(formatted.path && { path: formatted.path }), extensions: { code: INTERNAL } };
   return {
-    formatError: (formatted) =>
-      !production || !isInternal(formatted)
-        ? formatted
-        : { message: INTERNAL_MESSAGE, ...(formatted.path && { path: formatted.path }), extensions: { code: INTERNAL } },
+    formatError,
+    formatErrors: (errors) =>
+      errors.map((error) => {
+        const { http: _http, ...extensions } = error.extensions ?? {};
+        return formatError({ ...error.toJSON(), extensions: { ...extensions, code: extensions.code ?? INTERNAL } });
+      }),
     finishErrors,
     plugin: {
       async requestDidStart() {

@@ -1,11 +1,11 @@
-import { getOperationAST, getVariableValues, parse, specifiedRules, validate, type GraphQLError, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { getOperationAST, getVariableValues, type GraphQLError, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import type { RequestContext } from '../context.js';
 import { graphqlErrorRendering, withFailureKinds } from '../errors.js';
 import { asGraphQLError, type ExecutionObserver } from '../graphql/compiled-execution.js';
 import type { GraphQLLogging } from '../observability/graphql-logging.js';
 import type { OperationRecorder } from '../observability/graphql-metrics.js';
-import { checkOperationCost, operationLimitOptions } from '../security/operation-limits.js';
+import { checkOperationCost, documentChecker } from '../security/operation-limits.js';
 import type { OperationResult, PreparedOperation, PreparedRoute } from './executor.js';
 
 export interface CompiledOperationsOptions {
@@ -34,34 +34,16 @@ export type CompiledOperations = (
  * still go through Apollo Server.
  */
 export function compiledOperations(schema: GraphQLSchema, routes: readonly PreparedRoute[], options: CompiledOperationsOptions): CompiledOperations {
-  const { formatError, finishErrors } = graphqlErrorRendering(options.production);
-  const limits = operationLimitOptions();
-  const validationRules = [...specifiedRules, ...(limits.validationRules ?? [])];
+  const { formatErrors, finishErrors } = graphqlErrorRendering(options.production);
+  const checkDocument = documentChecker(schema);
   const compiled = new Map<PreparedOperation['document'], { query: CompiledQuery; operation: OperationDefinitionNode }>();
   for (const { prepared } of routes) {
     // One over a limit is left to Apollo Server, which refuses it on every request as `/graphql` would.
-    if (!withinLimits(prepared.text)) continue;
+    if (!('kind' in checkDocument(prepared.text))) continue;
     const operation = getOperationAST(prepared.document, prepared.name);
     if (operation?.operation !== 'query') continue;
     const query = compileQuery(schema, prepared.document, prepared.name);
     if (isCompiledQuery(query)) compiled.set(prepared.document, { query, operation });
-  }
-
-  function withinLimits(text: string): boolean {
-    try {
-      return validate(schema, parse(text, limits.parseOptions), validationRules).length === 0;
-    } catch {
-      return false;
-    }
-  }
-
-  /** Errors as Apollo Server formats them: a code on each, internal ones masked in production, then the last step. */
-  function formatted(errors: readonly GraphQLError[], requestId: string) {
-    const answers = errors.map((error) => {
-      const { http: _http, ...extensions } = error.extensions ?? {};
-      return formatError({ ...error.toJSON(), extensions: { ...extensions, code: extensions.code ?? 'INTERNAL_SERVER_ERROR' } });
-    });
-    return finishErrors(answers, requestId);
   }
 
   async function run(
@@ -85,7 +67,7 @@ export function compiledOperations(schema: GraphQLSchema, routes: readonly Prepa
       errors = [error as GraphQLError];
       data = undefined;
     }
-    const answers = formatted(errors, context.requestId);
+    const answers = finishErrors(formatErrors(errors), context.requestId);
     options.logUnexpected(answers, errors, context.requestId, prepared.name);
     options.recordOperation({ name: prepared.name, type: operation.operation }, answers, startedAt);
     return answers.length > 0 ? { data, errors: answers } : { data };

@@ -1,6 +1,6 @@
 import type { ApolloServerOptions, ApolloServerPlugin, BaseContext } from '@apollo/server';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
-import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
+import { GraphQLError, parse, specifiedRules, validate, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { invalidOperation } from '../errors.js';
 import { MAX_PAGE_SIZE } from '../limits.js';
 import { operationCost, type CostModel } from './operation-cost.js';
@@ -54,6 +54,33 @@ export function operationLimitOptions<TContext extends BaseContext>(): Pick<
     validationRules: armor.protect().validationRules,
     plugin: costLimitPlugin(),
   };
+}
+
+/**
+ * Checks a document text as Apollo Server does before it runs one, for the paths that run documents
+ * outside its pipeline (WebSocket subscriptions, the REST table's compiled queries): the token limit
+ * while parsing (`GRAPHQL_PARSE_FAILED`), then every validation rule with the limits
+ * (`GRAPHQL_VALIDATION_FAILED`). Answers the document, or why it is refused.
+ */
+export function documentChecker(schema: GraphQLSchema): (text: string) => DocumentNode | readonly GraphQLError[] {
+  const limits = operationLimitOptions();
+  const validationRules = [...specifiedRules, ...(limits.validationRules ?? [])];
+  return (text) => {
+    let document: DocumentNode;
+    try {
+      document = parse(text, limits.parseOptions);
+    } catch (error) {
+      if (!(error instanceof GraphQLError)) throw error;
+      return [new GraphQLError(error.message, { source: error.source, positions: error.positions, extensions: { code: 'GRAPHQL_PARSE_FAILED' } })];
+    }
+    const invalid = validate(schema, document, validationRules);
+    return invalid.length === 0 ? document : invalid.map(validationFailure);
+  };
+}
+
+/** A validation error as Apollo Server answers it: with its code (in production, the error rendering hides what it says). */
+function validationFailure(error: GraphQLError): GraphQLError {
+  return new GraphQLError(error.message, { nodes: error.nodes, extensions: { ...error.extensions, code: 'GRAPHQL_VALIDATION_FAILED' } });
 }
 
 /** Throws the invalid-operation failure when `operation` with these variables costs more than `OPERATION_LIMITS.cost`. */

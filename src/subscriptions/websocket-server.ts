@@ -7,9 +7,6 @@ import {
   getOperationAST,
   GraphQLError,
   Kind,
-  parse,
-  specifiedRules,
-  validate,
   type DocumentNode,
   type ExecutionArgs,
   type ExecutionResult,
@@ -38,7 +35,7 @@ import {
 } from '../errors.js';
 import { BODY_LIMIT_BYTES } from '../limits.js';
 import type { Logger } from '../logger.js';
-import { checkOperationCost, operationLimitOptions } from '../security/operation-limits.js';
+import { checkOperationCost, documentChecker } from '../security/operation-limits.js';
 import { addressKey, type RateLimits } from '../security/rate-limit.js';
 import type { DocumentReference } from '../security/trusted-documents.js';
 import type { SubscriptionMetrics } from './subscription-metrics.js';
@@ -114,9 +111,8 @@ type SocketContext = Context<Record<string, unknown>, Extra>;
  */
 export function startSubscriptionServer(options: SubscriptionServerOptions): SubscriptionServer {
   const { schema, authenticator, createContext, rateLimits, caps, clock, metrics, logger, production } = options;
-  const limits = operationLimitOptions();
-  const validationRules = [...specifiedRules, ...(limits.validationRules ?? [])];
-  const { formatError, finishErrors } = graphqlErrorRendering(production);
+  const parseAndValidate = documentChecker(schema);
+  const { formatErrors, finishErrors } = graphqlErrorRendering(production);
   const websockets = new WebSocketServer({ noServer: true, maxPayload: BODY_LIMIT_BYTES });
   const socketsByAddress = new Map<string, number>();
   const subscriptionsByCaller = new Map<number, number>();
@@ -189,11 +185,10 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
 
   /** Errors as Apollo Server renders them over HTTP: a code on each, internal ones logged and (in production) masked. */
   function render(errors: readonly GraphQLError[], requestId: string): GraphQLFormattedError[] {
-    const formatted = errors.map((error) => {
-      const { http: _http, ...extensions } = error.extensions ?? {};
-      const answer = formatError({ ...error.toJSON(), extensions: { ...extensions, code: extensions.code ?? 'INTERNAL_SERVER_ERROR' } });
+    const formatted = formatErrors(errors);
+    formatted.forEach((answer, index) => {
+      const error = errors[index]!;
       if (isInternal(answer)) logger.error({ err: error.originalError ?? error, requestId }, 'unexpected error in a GraphQL subscription');
-      return answer;
     });
     return finishErrors(formatted, requestId);
   }
@@ -319,18 +314,6 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
     return checked;
   }
 
-  function parseAndValidate(text: string): DocumentNode | readonly GraphQLError[] {
-    let document: DocumentNode;
-    try {
-      document = parse(text, limits.parseOptions);
-    } catch (error) {
-      if (!(error instanceof GraphQLError)) throw error;
-      return [new GraphQLError(error.message, { source: error.source, positions: error.positions, extensions: { code: 'GRAPHQL_PARSE_FAILED' } })];
-    }
-    const invalid = validate(schema, document, validationRules);
-    return invalid.length === 0 ? document : invalid.map(validationFailure);
-  }
-
   return {
     async close() {
       closing = true;
@@ -343,11 +326,6 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
       clearTimeout(late);
     },
   };
-}
-
-/** A validation error as Apollo Server answers it: with its code (in production, `finishErrors` hides what it says). */
-function validationFailure(error: GraphQLError): GraphQLError {
-  return new GraphQLError(error.message, { nodes: error.nodes, extensions: { ...error.extensions, code: 'GRAPHQL_VALIDATION_FAILED' } });
 }
 
 /** The one field a (valid) subscription selects at its root, through fragments if need be. */
