@@ -38,6 +38,8 @@ export interface AppOptions {
   restRoutes: PreparedRoute[];
   /** The table's queries compiled at start, which run without Apollo Server's request pipeline. */
   restQueries: CompiledOperations;
+  /** The `/graphql` step that answers queries Apollo Server has validated before, likewise. */
+  seenQueries: RequestHandler;
   /** The OpenAPI document of `restRoutes`, as served. */
   openApi: string;
   /** For readiness. */
@@ -95,6 +97,7 @@ export function createApp(options: AppOptions): Express {
     declaredBodyWithinLimit,
     express.json({ limit: BODY_LIMIT_BYTES }),
     trustedDocumentsStep(options.trustedDocuments),
+    options.seenQueries,
     expressMiddleware(apollo, {
       context: async ({ req, res }) => graphqlLog.track(res, createContext(callerOf(res), requestIdOf(req))),
     }),

@@ -224,8 +224,11 @@ const VALIDATION_FAILED = KINDS.invalidOperation.code;
  */
 export function graphqlErrorRendering(production: boolean): {
   formatError: (formatted: GraphQLFormattedError) => GraphQLFormattedError;
-  /** Errors met outside Apollo Server's pipeline, formatted as it formats them (a code on each; one for one). */
-  formatErrors: (errors: readonly GraphQLError[]) => GraphQLFormattedError[];
+  /**
+   * Errors met outside Apollo Server's pipeline, formatted as it formats them (a code on each; one
+   * for one), with their stack traces where it would show them (`includeStacktraceInErrorResponses`).
+   */
+  formatErrors: (errors: readonly GraphQLError[], withStacktraces?: boolean) => GraphQLFormattedError[];
   /** The last step over an answer's formatted errors (the plugin's, and the WebSocket server's). */
   finishErrors: (errors: readonly GraphQLFormattedError[], requestId: string) => GraphQLFormattedError[];
   plugin: ApolloServerPlugin<BaseContext & { requestId: string }>;
@@ -240,10 +243,11 @@ export function graphqlErrorRendering(production: boolean): {
       : { message: INTERNAL_MESSAGE, ...(formatted.path && { path: formatted.path }), extensions: { code: INTERNAL } };
   return {
     formatError,
-    formatErrors: (errors) =>
+    formatErrors: (errors, withStacktraces = false) =>
       errors.map((error) => {
         const { http: _http, ...extensions } = error.extensions ?? {};
-        return formatError({ ...error.toJSON(), extensions: { ...extensions, code: extensions.code ?? INTERNAL } });
+        const stacktrace = withStacktraces && { stacktrace: error.stack?.split('\n') };
+        return formatError({ ...error.toJSON(), extensions: { ...extensions, code: extensions.code ?? INTERNAL, ...stacktrace } });
       }),
     finishErrors,
     plugin: {

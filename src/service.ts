@@ -8,6 +8,7 @@ import { createAccounts, type Accounts } from './accounts/index.js';
 import { createApp } from './app.js';
 import { secretKey, signAccessToken } from './auth/access-token.js';
 import { Authenticator } from './auth/authenticator.js';
+import { callerOf } from './auth/require-caller.js';
 import { createBilling, type Billing } from './billing/index.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -17,11 +18,14 @@ import { buildIndexes, connectDatabase, type Database } from './db/database.js';
 import { startEmbeddedServer, type EmbeddedServer } from '@chat-gateway/embedded-mongodb';
 import { withDatabaseName } from './db/uri.js';
 import { createApolloServer } from './graphql/apollo.js';
+import { compiledQueryRunner } from './graphql/compiled-queries.js';
+import { seenDocuments } from './graphql/seen-documents.js';
 import { buildSchema } from './graphql/schema.js';
 import { listen, Shutdown, type Scheduler } from './http/lifecycle.js';
 import type { Logger } from './logger.js';
 import { graphqlLogging } from './observability/graphql-logging.js';
 import { createMetrics } from './observability/metrics.js';
+import { requestIdOf } from './observability/request-log.js';
 import { createHttpServer } from './http/server.js';
 import { compiledOperations } from './rest/compiled-operations.js';
 import { prepareRoutes, restLayerDocuments } from './rest/executor.js';
@@ -182,19 +186,22 @@ async function serve(
   });
   const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
   const graphqlLog = graphqlLogging(logger);
-  const apollo = createApolloServer(schema, {
-    production: config.production,
-    httpServer,
-    plugins: [metrics.graphqlPlugin, graphqlLog.plugin],
-    observeExecution: metrics.observeExecution,
-  });
-  await apollo.start();
-  const restQueries = compiledOperations(schema, preparedRoutes, {
+  // Queries known beforehand (the REST table's) or seen before (on /graphql) run as compiled code outside Apollo's pipeline.
+  const runCompiled = compiledQueryRunner(schema, {
     production: config.production,
     observeExecution: metrics.observeExecution,
     recordOperation: metrics.recordOperation,
     logUnexpected: graphqlLog.logUnexpected,
   });
+  const seenQueries = seenDocuments(schema, runCompiled, (request, response) => createContext(callerOf(response), requestIdOf(request)));
+  const apollo = createApolloServer(schema, {
+    production: config.production,
+    httpServer,
+    plugins: [metrics.graphqlPlugin, graphqlLog.plugin, seenQueries.plugin],
+    observeExecution: metrics.observeExecution,
+  });
+  await apollo.start();
+  const restQueries = compiledOperations(schema, preparedRoutes, runCompiled);
 
   // HTTP: the app on the server Apollo Server drains when it stops.
   const rateLimits = await createRateLimits({
@@ -209,6 +216,7 @@ async function serve(
     trustedDocuments,
     restRoutes: preparedRoutes,
     restQueries,
+    seenQueries: seenQueries.handler,
     openApi: JSON.stringify(openApiDocument(restRoutes, packageVersion, config.restBasePath)),
     database,
     readinessDetails: subscriptions.metrics.counts,
