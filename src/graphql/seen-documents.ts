@@ -46,10 +46,10 @@ export function seenDocuments(
   run: CompiledQueryRunner,
   contextOf: (request: Request, response: Response) => RequestContext,
 ): SeenDocuments {
-  /** By text, then by the request's operation name ('' when none). */
-  const seen = new LRUCache<string, Map<string, SeenOperation>>({ max: MAX_DOCUMENTS });
+  /** By text, then by the request's operation name (null when none: an empty name is a name no operation has). */
+  const seen = new LRUCache<string, Map<string | null, SeenOperation>>({ max: MAX_DOCUMENTS });
 
-  const compiledFor = (text: string, operationName: string): CompiledOperation | null | undefined => {
+  const compiledFor = (text: string, operationName: string | null): CompiledOperation | null | undefined => {
     const entry = seen.get(text)?.get(operationName);
     if (entry === undefined) return undefined;
     entry.compiled ??= compileOperation(schema, entry.document, entry.operation);
@@ -62,8 +62,8 @@ export function seenDocuments(
         return {
           async didResolveOperation({ source, document, operation }) {
             if (operation?.operation !== 'query') return;
-            const operations = seen.get(source) ?? new Map<string, SeenOperation>();
-            const name = request.operationName ?? '';
+            const operations = seen.get(source) ?? new Map<string | null, SeenOperation>();
+            const name = request.operationName ?? null;
             if (!operations.has(name)) operations.set(name, { document, operation });
             seen.set(source, operations);
           },
@@ -79,7 +79,7 @@ export function seenDocuments(
         (operationName === undefined || operationName === null || typeof operationName === 'string') &&
         (variables === undefined || variables === null || isRecord(variables)) &&
         (extensions === undefined || extensions === null || (isRecord(extensions) && Object.keys(extensions).length === 0));
-      const compiled = plain ? compiledFor(query, operationName ?? '') : undefined;
+      const compiled = plain ? compiledFor(query, operationName ?? null) : undefined;
       // Apollo Server answers an `Accept` none of its types satisfy with 406.
       const contentType = compiled ? request.accepts(RESPONSE_TYPES) : false;
       if (!compiled || contentType === false) return next();

@@ -121,6 +121,15 @@ describe('a query document /graphql has seen before', () => {
     expect(unacceptable.status).toBe(406);
   });
 
+  it('runs a document seen without an operation name only for requests naming none, not for an empty name', async () => {
+    const query = '{ quota conversations(first: 1) { totalCount } }';
+    const seenWithoutName = [await post(production, { query }), await post(production, { query })];
+    expect(seenWithoutName.map((answer) => answer.status)).toEqual([200, 200]);
+    const emptyName = await post(production, { query, operationName: '' });
+    expect(emptyName.status).toBe(400);
+    expect(JSON.parse(emptyName.body)).toMatchObject({ errors: [{ message: 'Unknown operation named "".' }] });
+  });
+
   it('is counted as an operation and named in the request log, once per request', async () => {
     const query = 'query CountedQuota { quota }';
     await post(production, { query });
