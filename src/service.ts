@@ -18,7 +18,7 @@ import { buildIndexes, connectDatabase, type Database } from './db/database.js';
 import { startEmbeddedServer, type EmbeddedServer } from '@chat-gateway/embedded-mongodb';
 import { withDatabaseName } from './db/uri.js';
 import { createApolloServer } from './graphql/apollo.js';
-import { compiledQueryRunner } from './graphql/compiled-queries.js';
+import { compiledOperationCache, compiledQueryRunner } from './graphql/compiled-queries.js';
 import { seenDocuments } from './graphql/seen-documents.js';
 import { buildSchema } from './graphql/schema.js';
 import { listen, Shutdown, type Scheduler } from './http/lifecycle.js';
@@ -193,12 +193,14 @@ async function serve(
     recordOperation: metrics.recordOperation,
     logUnexpected: graphqlLog.logUnexpected,
   });
-  const seenQueries = seenDocuments(schema, runCompiled, (request, response) => createContext(callerOf(response), requestIdOf(request)));
+  const compiledFor = compiledOperationCache(schema);
+  const seenQueries = seenDocuments(compiledFor, runCompiled, (request, response) => createContext(callerOf(response), requestIdOf(request)));
   const apollo = createApolloServer(schema, {
     production: config.production,
     httpServer,
     plugins: [metrics.graphqlPlugin, graphqlLog.plugin, seenQueries.plugin],
     observeExecution: metrics.observeExecution,
+    compiledFor,
   });
   await apollo.start();
   const restQueries = compiledOperations(schema, preparedRoutes, runCompiled);

@@ -13,6 +13,7 @@ import type { RequestContext } from '../context.js';
 import { badRequest, graphqlErrorRendering } from '../errors.js';
 import { operationLimitOptions } from '../security/operation-limits.js';
 import { compiledExecution, type ExecutionObserver } from './compiled-execution.js';
+import type { CompiledOperationLookup } from './compiled-queries.js';
 
 /** Once stopping, how long in-flight requests may take before their connections are closed anyway. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -25,6 +26,8 @@ export interface ApolloOptions {
   plugins: ApolloServerPlugin<RequestContext>[];
   /** Told which executor ran each operation. */
   observeExecution: ExecutionObserver;
+  /** Where queries find their compiled code (shared with `/graphql`'s seen queries). */
+  compiledFor: CompiledOperationLookup;
 }
 
 export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions): ApolloServer<RequestContext> {
@@ -32,7 +35,7 @@ export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions
   const errors = graphqlErrorRendering(options.production);
   return new ApolloServer<RequestContext>({
     // The schema, with queries run as compiled code (see compiled-execution.ts).
-    gateway: compiledExecution(schema, options.observeExecution),
+    gateway: compiledExecution(schema, options.compiledFor, options.observeExecution),
     introspection: !options.production,
     includeStacktraceInErrorResponses: !options.production,
     // No "Did you mean …?" naming fields the caller did not know about.

@@ -8,8 +8,9 @@ import {
   type GraphQLSchema,
   type OperationDefinitionNode,
 } from 'graphql';
-import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import type { CompiledQuery } from 'graphql-jit';
 import { withFailureKinds } from '../errors.js';
+import type { CompiledOperationLookup } from './compiled-queries.js';
 
 type Executor = ApolloServerOptionsWithGateway<BaseContext>['gateway'];
 
@@ -31,21 +32,17 @@ const RUNS_BEFORE_COMPILING = 1;
  * coerce, and documents graphql-jit cannot compile run on graphql-js's
  * `execute`, so their answers and errors are exactly graphql-js's.
  */
-export function compiledExecution(schema: GraphQLSchema, observe: ExecutionObserver): Executor {
-  /** Per operation of a document in Apollo's cache: runs so far, then its compiled form (null: not compilable). */
-  const compiled = new WeakMap<OperationDefinitionNode, number | CompiledQuery | null>();
+export function compiledExecution(schema: GraphQLSchema, compiledFor: CompiledOperationLookup, observe: ExecutionObserver): Executor {
+  /** Per operation of a document in Apollo's cache: its runs before it is compiled. */
+  const runs = new WeakMap<OperationDefinitionNode, number>();
 
   function compiledQuery(operation: OperationDefinitionNode, args: ExecutionArgs): CompiledQuery | null {
-    const state = compiled.get(operation) ?? 0;
-    if (typeof state !== 'number') return state;
-    if (state < RUNS_BEFORE_COMPILING) {
-      compiled.set(operation, state + 1);
+    const runsSoFar = runs.get(operation) ?? 0;
+    if (runsSoFar < RUNS_BEFORE_COMPILING) {
+      runs.set(operation, runsSoFar + 1);
       return null;
     }
-    const query = compileQuery(schema, args.document, operation.name?.value);
-    const result = isCompiledQuery(query) ? query : null;
-    compiled.set(operation, result);
-    return result;
+    return compiledFor(args.document, operation)?.query ?? null;
   }
 
   async function run(args: ExecutionArgs, operation: OperationDefinitionNode | undefined): Promise<ExecutionResult> {

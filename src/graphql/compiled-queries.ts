@@ -1,5 +1,6 @@
 import { getVariableValues, type DocumentNode, type GraphQLError, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import { LRUCache } from 'lru-cache';
 import type { RequestContext } from '../context.js';
 import { graphqlErrorRendering, withFailureKinds } from '../errors.js';
 import type { GraphQLLogging } from '../observability/graphql-logging.js';
@@ -36,11 +37,37 @@ export interface CompiledQueryOptions {
   logUnexpected: GraphQLLogging['logUnexpected'];
 }
 
+/**
+ * Compiled operations held at once, most recently used kept. One holds about 90 KB of heap (a
+ * page with messages and a lookup, measured), so this bounds them at about 22 MB: clients send
+ * the same few operations over and over, and one evicted is compiled again when it comes back.
+ */
+const MAX_COMPILED_OPERATIONS = 250;
+
 /** The operation as compiled code, or null when it is no query or graphql-jit cannot compile it. */
 export function compileOperation(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): CompiledOperation | null {
   if (operation.operation !== 'query') return null;
   const query = compileQuery(schema, document, operation.name?.value);
   return isCompiledQuery(query) ? { document, operation, query } : null;
+}
+
+/** An operation of a validated document (the very node Apollo Server cached) as compiled code; null when it cannot be. */
+export type CompiledOperationLookup = (document: DocumentNode, operation: OperationDefinitionNode) => CompiledOperation | null;
+
+/**
+ * The compiled operations of documents that arrive with requests, shared by the executor behind
+ * Apollo Server and `/graphql`'s seen queries so that an operation is compiled once, and bounded.
+ */
+export function compiledOperationCache(schema: GraphQLSchema, max = MAX_COMPILED_OPERATIONS): CompiledOperationLookup {
+  const cache = new LRUCache<OperationDefinitionNode, { compiled: CompiledOperation | null }>({ max });
+  return (document, operation) => {
+    let entry = cache.get(operation);
+    if (entry === undefined) {
+      entry = { compiled: compileOperation(schema, document, operation) };
+      cache.set(operation, entry);
+    }
+    return entry.compiled;
+  };
 }
 
 /**

@@ -1,10 +1,10 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { Request, RequestHandler, Response } from 'express';
-import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from 'graphql';
+import type { DocumentNode, OperationDefinitionNode } from 'graphql';
 import { LRUCache } from 'lru-cache';
 import type { RequestContext } from '../context.js';
 import { boundedOperationName } from '../observability/request-labels.js';
-import { compileOperation, type CompiledOperation, type CompiledQueryRunner } from './compiled-queries.js';
+import type { CompiledOperation, CompiledOperationLookup, CompiledQueryRunner } from './compiled-queries.js';
 
 /** Documents remembered, most recently used kept: clients send the same few operations over and over. */
 const MAX_DOCUMENTS = 1_000;
@@ -15,11 +15,10 @@ const RESPONSE_TYPES = [
   'application/json; callbackSpec=1.0; charset=utf-8',
 ];
 
-/** An operation Apollo Server has validated and resolved: compiled on its next request (null: it cannot be). */
+/** An operation Apollo Server has validated and resolved, in the document it cached: compiled on its next request. */
 interface SeenOperation {
   document: DocumentNode;
   operation: OperationDefinitionNode;
-  compiled?: CompiledOperation | null;
 }
 
 export interface SeenDocuments {
@@ -31,7 +30,8 @@ export interface SeenDocuments {
 
 /**
  * `/graphql`'s queries, the second time a document comes, as compiled code without Apollo
- * Server's request pipeline (graphql/compiled-queries.ts): what that pipeline does first for
+ * Server's request pipeline (graphql/compiled-queries.ts; compiled once, in the bounded cache the
+ * executor behind Apollo Server shares): what that pipeline does first for
  * every request — hashing the text, looking up the parsed and validated document, resolving the
  * operation — is done once, by Apollo Server itself on the first request, whose plugin hook
  * tells this step that the text and operation name passed every rule (the limits, no
@@ -42,18 +42,16 @@ export interface SeenDocuments {
  * mutations, extensions, an `Accept` it would refuse, variables that do not coerce, a cost over the limit.
  */
 export function seenDocuments(
-  schema: GraphQLSchema,
+  compiledFor: CompiledOperationLookup,
   run: CompiledQueryRunner,
   contextOf: (request: Request, response: Response) => RequestContext,
 ): SeenDocuments {
   /** By text, then by the request's operation name (null when none: an empty name is a name no operation has). */
   const seen = new LRUCache<string, Map<string | null, SeenOperation>>({ max: MAX_DOCUMENTS });
 
-  const compiledFor = (text: string, operationName: string | null): CompiledOperation | null | undefined => {
+  const compiledSeen = (text: string, operationName: string | null): CompiledOperation | null | undefined => {
     const entry = seen.get(text)?.get(operationName);
-    if (entry === undefined) return undefined;
-    entry.compiled ??= compileOperation(schema, entry.document, entry.operation);
-    return entry.compiled;
+    return entry && compiledFor(entry.document, entry.operation);
   };
 
   return {
@@ -79,7 +77,7 @@ export function seenDocuments(
         (operationName === undefined || operationName === null || typeof operationName === 'string') &&
         (variables === undefined || variables === null || isRecord(variables)) &&
         (extensions === undefined || extensions === null || (isRecord(extensions) && Object.keys(extensions).length === 0));
-      const compiled = plain ? compiledFor(query, operationName ?? null) : undefined;
+      const compiled = plain ? compiledSeen(query, operationName ?? null) : undefined;
       // Apollo Server answers an `Accept` none of its types satisfy with 406.
       const contentType = compiled ? request.accepts(RESPONSE_TYPES) : false;
       if (!compiled || contentType === false) return next();
