@@ -38,9 +38,9 @@ export interface CompiledQueryOptions {
 }
 
 /**
- * Compiled operations held at once, most recently used kept. One holds about 90 KB of heap (a
- * page with messages and a lookup, measured), so this bounds them at about 22 MB: clients send
- * the same few operations over and over, and one evicted is compiled again when it comes back.
+ * Compiled operations held at once, most recently used kept. One holds about 23 KB of heap (a
+ * page with messages and a lookup, measured), so this bounds them at about 6 MB: clients send the
+ * same few operations over and over, and one let go is compiled again when it comes back.
  */
 const MAX_COMPILED_OPERATIONS = 250;
 
