@@ -143,7 +143,8 @@ async function main(): Promise<void> {
     const all = scenarios(token).filter((scenario) => only === undefined || only.includes(scenario.name));
     // The peers, each in its own process on the same database and data.
     const peers = (['baseline', 'floor', 'apollo'] as const).map((name) =>
-      startNode(name, [`test/bench/servers/${name}.ts`, '--port', port(bases[name]), '--uri', uri!, '--secret', jwtSecret], {
+      // `--secret=…` in one argument: a random secret may begin with '-', which would read as an option.
+      startNode(name, [`test/bench/servers/${name}.ts`, '--port', port(bases[name]), '--uri', uri!, `--secret=${jwtSecret}`], {
         env: { NODE_ENV: 'production' },
         nodeOptions: ['--import', 'tsx'],
       }),
