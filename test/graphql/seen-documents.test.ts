@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
-import { loadSeed } from '../../src/seed/seed-file.js';
+import { BROKEN, seedBrokenConversation } from '../support/broken-conversation.js';
 import { startGatewayWithCapturedLog } from '../support/captured-log.js';
-import { TEST_JWT_SECRET } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
 
 /**
@@ -10,8 +8,6 @@ import { sample, scrapeMetrics } from '../support/metrics.js';
  * Server's request pipeline. Apollo Server answered the first request; every later answer must be
  * the same to the byte (status, headers, body), counted, logged and limited alike.
  */
-const ALICE = 7;
-const BROKEN = 2;
 const METRICS_TOKEN = 'metrics-token-0123456789';
 
 type Gateway = Awaited<ReturnType<typeof startGatewayWithCapturedLog>>;
@@ -21,25 +17,12 @@ let authorization: string;
 
 async function seeded(environment: Record<string, string>): Promise<Gateway> {
   const gateway = await startGatewayWithCapturedLog({ METRICS_TOKEN, ...environment });
-  await loadSeed(gateway.domains, {
-    users: [{ id: ALICE, username: 'alice', quota: 3 }],
-    conversations: [{ userId: ALICE, id: 1, name: 'Trip plan', model: 'gpt-4o', enableWeb: false, messages: [{ role: 'user', content: 'hello' }] }],
-  });
-  // Another writer stored a message whose role is no string: loading it fails unexpectedly.
-  await gateway.domains.conversations.models.conversations.collection.insertOne({
-    userId: ALICE,
-    id: BROKEN,
-    name: 'Broken',
-    model: 'gpt-4o',
-    enableWeb: false,
-    messages: [{ role: { nested: true }, content: 'x' }],
-  });
+  authorization = await seedBrokenConversation(gateway);
   return gateway;
 }
 
 beforeAll(async () => {
   [production, development] = await Promise.all([seeded({ NODE_ENV: 'production' }), seeded({ NODE_ENV: 'development' })]);
-  authorization = `Bearer ${await signAccessToken(secretKey(TEST_JWT_SECRET), ALICE)}`;
 });
 afterAll(() => Promise.all([production?.stop(), development?.stop()]));
 

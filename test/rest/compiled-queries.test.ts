@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
-import { loadSeed } from '../../src/seed/seed-file.js';
+import { BROKEN, seedBrokenConversation } from '../support/broken-conversation.js';
 import { startGatewayWithCapturedLog } from '../support/captured-log.js';
-import { TEST_JWT_SECRET } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
 
 /**
@@ -10,8 +8,6 @@ import { sample, scrapeMetrics } from '../support/metrics.js';
  * pipeline; what that pipeline does for them must still happen: metrics, the log of unexpected
  * errors, their masking and their answer.
  */
-const ALICE = 7;
-const BROKEN = 2;
 const METRICS_TOKEN = 'metrics-token-0123456789';
 
 let gateway: Awaited<ReturnType<typeof startGatewayWithCapturedLog>>;
@@ -19,20 +15,7 @@ let authorization: string;
 
 beforeAll(async () => {
   gateway = await startGatewayWithCapturedLog({ NODE_ENV: 'production', METRICS_TOKEN });
-  await loadSeed(gateway.domains, {
-    users: [{ id: ALICE, username: 'alice', quota: 3 }],
-    conversations: [{ userId: ALICE, id: 1, name: 'Trip plan', model: 'gpt-4o', enableWeb: false, messages: [{ role: 'user', content: 'hello' }] }],
-  });
-  // Another writer stored a message whose role is no string: the load cannot show it.
-  await gateway.domains.conversations.models.conversations.collection.insertOne({
-    userId: ALICE,
-    id: BROKEN,
-    name: 'Broken',
-    model: 'gpt-4o',
-    enableWeb: false,
-    messages: [{ role: { nested: true }, content: 'x' }],
-  });
-  authorization = `Bearer ${await signAccessToken(secretKey(TEST_JWT_SECRET), ALICE)}`;
+  authorization = await seedBrokenConversation(gateway);
 });
 afterAll(() => gateway?.stop());
 
