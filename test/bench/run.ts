@@ -301,5 +301,6 @@ try {
   await main();
 } catch (error) {
   process.stderr.write(`[bench] failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exitCode = 1;
+  // The child processes are stopped by now; a database client opened before the failure would keep the run waiting forever.
+  process.exit(1);
 }
