@@ -5,6 +5,7 @@ import { LRUCache } from 'lru-cache';
 import type { RequestContext } from '../context.js';
 import { boundedOperationName } from '../observability/request-labels.js';
 import type { CompiledOperation, CompiledOperationLookup, CompiledQueryRunner } from './compiled-queries.js';
+import { isRecord } from '../shared/is-record.js';
 
 /** Documents remembered, most recently used kept: clients send the same few operations over and over. */
 const MAX_DOCUMENTS = 1_000;
@@ -92,8 +93,4 @@ export function seenDocuments(
       }, next);
     },
   };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

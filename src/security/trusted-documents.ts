@@ -4,6 +4,7 @@ import type { RequestHandler } from 'express';
 import { Kind, parse, type DocumentNode } from 'graphql';
 import { ConfigError } from '../config.js';
 import { badRequest, persistedQueryNotFound, persistedQueryOnly } from '../errors.js';
+import { isRecord } from '../shared/is-record.js';
 
 /**
  * How a GraphQL request names the document it runs, over HTTP (a POST body, GET's parameters)
@@ -149,9 +150,6 @@ export function trustedDocumentsStep(trusted: TrustedDocuments): RequestHandler 
   };
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** A GET parameter given at most once, as Apollo Server reads `query`. */
 function onlyParameter(parameters: URLSearchParams, name: string): string | undefined {

@@ -6,6 +6,7 @@ import { pointsToUnits, UNITS_PER_POINT } from '../accounts/points.js';
 import { API_KEY_PREFIX, hashApiKey } from '../auth/api-key.js';
 import type { ConversationStore } from '../conversations/conversation.store.js';
 import { InvalidInput } from '../invalid-input.js';
+import { isRecord } from '../shared/is-record.js';
 
 /** The largest balance a seed may give: far above any real one, and exact in ten-thousandths. */
 const MAX_QUOTA = 1_000_000_000;
@@ -144,7 +145,7 @@ export async function readSeedFile(file: string): Promise<unknown> {
 async function checkSeed(accounts: AccountStore, data: unknown): Promise<{ users: SeedUser[]; conversations: SeedConversation[] }> {
   const file = fileSchema.safeParse(data);
   if (!file.success) {
-    const isObject = typeof data === 'object' && data !== null && !Array.isArray(data);
+    const isObject = isRecord(data);
     const found = data === null ? 'null' : Array.isArray(data) ? 'an array' : typeof data;
     throw new SeedError(
       isObject ? file.error.issues.map(describeIssue('')) : [`(file): must be a JSON object with "users" and "conversations" arrays, not ${found}`],
