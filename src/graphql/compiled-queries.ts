@@ -1,11 +1,11 @@
-import { getVariableValues, type DocumentNode, type GraphQLError, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { type DocumentNode, type GraphQLError, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { LRUCache } from 'lru-cache';
 import type { RequestContext } from '../context.js';
 import { graphqlErrorRendering, withFailureKinds } from '../errors.js';
 import type { GraphQLLogging } from '../observability/graphql-logging.js';
 import type { OperationRecorder } from '../observability/graphql-metrics.js';
-import { checkOperationCost } from '../security/operation-limits.js';
+import { runsWithinCostLimit } from '../security/operation-limits.js';
 import { asGraphQLError, type ExecutionObserver } from './compiled-execution.js';
 
 /** A query operation of a document that passed every validation rule and limit, as compiled code. */
@@ -98,13 +98,8 @@ export function compiledQueryRunner(schema: GraphQLSchema, options: CompiledQuer
 
   return (compiled, context, variables) => {
     const startedAt = process.hrtime.bigint();
-    const { document, operation } = compiled;
-    if (getVariableValues(schema, operation.variableDefinitions ?? [], variables).errors !== undefined) return undefined;
-    try {
-      checkOperationCost(schema, document, operation, variables);
-    } catch {
-      return undefined;
-    }
+    // The cost is computed from the coerced variables: one pass answers both questions.
+    if (!runsWithinCostLimit(schema, compiled.document, compiled.operation, variables)) return undefined;
     return run(compiled, context, variables, startedAt);
   };
 }

@@ -83,6 +83,17 @@ function validationFailure(error: GraphQLError): GraphQLError {
   return new GraphQLError(error.message, { nodes: error.nodes, extensions: { ...error.extensions, code: 'GRAPHQL_VALIDATION_FAILED' } });
 }
 
+/** Whether `operation` may run with these variables: they coerce, and it costs at most `OPERATION_LIMITS.cost`. */
+export function runsWithinCostLimit(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+  variables: Record<string, unknown>,
+): boolean {
+  const cost = operationCost(schema, document, operation, variables, COST_MODEL);
+  return cost !== null && cost <= OPERATION_LIMITS.cost;
+}
+
 /** Throws the invalid-operation failure when `operation` with these variables costs more than `OPERATION_LIMITS.cost`. */
 export function checkOperationCost(
   schema: GraphQLSchema,
