@@ -24,7 +24,7 @@ const USAGE = `npm run bench -- [--quick] [--soak SECONDS] [--json FILE] [--roun
   --rounds N     rounds per scenario (default: 5, or 3 with --quick)
   --seconds S    seconds per scenario and round (default: 10, or 3 with --quick)
   --only a,b     measure only these scenarios (${SCENARIO_NAMES.join(', ')}, subscriptions)
-  --profile      run the gateway with --cpu-prof; profiles land in .bench/profiles/
+  --profile      run every server with --cpu-prof; profiles land in .bench/profiles/<server>/
 
 MONGODB_URI set: runs on that server, in database chat_gateway_bench (dropped before and after).
 Otherwise: runs the embedded engine as a separate process.`;
@@ -102,6 +102,8 @@ async function main(): Promise<void> {
       return;
     }
     const jwtSecret = randomBytes(24).toString('base64url');
+    /** With `--profile`, each server process writes its profiles to `.bench/profiles/<name>/` (tsx's loader thread writes one too). */
+    const profileOptions = (name: string): string[] => (args.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(BENCH_DIRECTORY, 'profiles', name)}`] : []);
     const gatewayPort = await freePort();
     const gateway = startNode('gateway', ['dist/main.js'], {
       env: {
@@ -115,7 +117,7 @@ async function main(): Promise<void> {
         DEPLOYMENT: 'community',
         SEED_FILE: '',
       },
-      nodeOptions: args.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(BENCH_DIRECTORY, 'profiles')}`] : [],
+      nodeOptions: profileOptions('gateway'),
     });
     children.push(gateway);
     const bases: Record<Target, string> = {
@@ -146,7 +148,7 @@ async function main(): Promise<void> {
       // `--secret=…` in one argument: a random secret may begin with '-', which would read as an option.
       startNode(name, [`test/bench/servers/${name}.ts`, '--port', port(bases[name]), '--uri', uri!, `--secret=${jwtSecret}`], {
         env: { NODE_ENV: 'production' },
-        nodeOptions: ['--import', 'tsx'],
+        nodeOptions: ['--import', 'tsx', ...profileOptions(name)],
       }),
     );
     children.push(...peers);
