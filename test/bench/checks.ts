@@ -3,7 +3,7 @@ import { call, type Answer, type Scenario, type ScenarioName, type Target } from
 
 /**
  * Before anything is measured: every scenario answers 200 with the expected
- * data, the hand-written baseline's and the floor's bodies are byte-identical to
+ * data, the hand-written baseline's and both floors' bodies are byte-identical to
  * the gateway's REST bodies (same bytes, same content type), and Apollo Server's
  * answers to the same operations are byte-identical to the gateway's GraphQL answers.
  */
@@ -25,6 +25,7 @@ export async function checkAnswers(all: readonly Scenario[], bases: Record<Targe
   for (const work of ['list', 'load'] as const) {
     same(`baseline_${work}`, `rest_${work}`);
     same(`floor_${work}`, `rest_${work}`);
+    same(`express_floor_${work}`, `rest_${work}`);
     same(`apollo_${work}`, `graphql_${work}`);
   }
 

@@ -48,6 +48,8 @@ export function ratiosOf(scenarios: Record<string, Pick<Sample, 'rps' | 'p99_ms'
     ratios[`cpu_rest_vs_floor_${work}`] = cpu(`rest_${work}`) / cpu(`floor_${work}`);
     ratios[`cpu_graphql_vs_floor_${work}`] = cpu(`graphql_${work}`) / cpu(`floor_${work}`);
     ratios[`cpu_baseline_vs_floor_${work}`] = cpu(`baseline_${work}`) / cpu(`floor_${work}`);
+    ratios[`cpu_floor_vs_apollo_${work}`] = cpu(`floor_${work}`) / cpu(`apollo_${work}`);
+    ratios[`cpu_express_floor_vs_apollo_${work}`] = cpu(`express_floor_${work}`) / cpu(`apollo_${work}`);
     ratios[`p99_rest_vs_baseline_${work}`] = p99(`rest_${work}`) / p99(`baseline_${work}`);
     ratios[`p99_graphql_vs_baseline_${work}`] = p99(`graphql_${work}`) / p99(`baseline_${work}`);
   }
@@ -128,7 +130,23 @@ export function formatReport(report: Report): string {
     '',
     'targets:',
     ...report.targets.map((target) => `  ${target.met ? 'met    ' : 'MISSED '} ${target.name}: ${fixed(target.value, 2)} (${target.goal})`),
+    ...reachOfApolloGoal(report.ratios),
   ].join('\n');
+}
+
+/**
+ * What the floors cost against Apollo Server's defaults: a server cannot spend less than the floor
+ * on its stack, so "GraphQL ≤ 0.5× Apollo defaults" is out of reach for an Express server wherever
+ * the Express floor alone costs more than half of Apollo's CPU.
+ */
+function reachOfApolloGoal(ratios: Record<string, number>): string[] {
+  const lines = WORKS.flatMap((work) => {
+    const floor = ratios[`cpu_floor_vs_apollo_${work}`] ?? Number.NaN;
+    const expressFloor = ratios[`cpu_express_floor_vs_apollo_${work}`] ?? Number.NaN;
+    if (!Number.isFinite(floor) && !Number.isFinite(expressFloor)) return [];
+    return [`  ${work}: floor ${fixed(floor, 2)}, Express floor ${fixed(expressFloor, 2)}${expressFloor > 0.5 ? ' (the 0.5 goal is below the Express floor)' : ''}`];
+  });
+  return lines.length > 0 ? ['', 'CPU/request against Apollo defaults of the floors, the least a server on each stack spends:', ...lines] : [];
 }
 
 /** The `--json` file: the issue's shape (`scenarios` and `ratios`), plus the rest of the report. */

@@ -124,6 +124,7 @@ async function main(): Promise<void> {
       gateway: `http://127.0.0.1:${gatewayPort}`,
       baseline: `http://127.0.0.1:${await freePort()}`,
       floor: `http://127.0.0.1:${await freePort()}`,
+      express_floor: `http://127.0.0.1:${await freePort()}`,
       apollo: `http://127.0.0.1:${await freePort()}`,
     };
     await waitForHttp(gateway, `${bases.gateway}/healthz`);
@@ -144,17 +145,17 @@ async function main(): Promise<void> {
     const token = await signAccessToken(secretKey(jwtSecret), BENCH_USER_ID);
     const all = scenarios(token).filter((scenario) => only === undefined || only.includes(scenario.name));
     // The peers, each in its own process on the same database and data.
-    const peers = (['baseline', 'floor', 'apollo'] as const).map((name) =>
+    const peers = (['baseline', 'floor', 'express_floor', 'apollo'] as const).map((name) =>
       // `--secret=…` in one argument: a random secret may begin with '-', which would read as an option.
-      startNode(name, [`test/bench/servers/${name}.ts`, '--port', port(bases[name]), '--uri', uri!, `--secret=${jwtSecret}`], {
+      startNode(name, [`test/bench/servers/${name.replaceAll('_', '-')}.ts`, '--port', port(bases[name]), '--uri', uri!, `--secret=${jwtSecret}`], {
         env: { NODE_ENV: 'production' },
         nodeOptions: ['--import', 'tsx', ...profileOptions(name)],
       }),
     );
     children.push(...peers);
     await Promise.all(peers.map((peer) => waitForOutput(peer, /listening/)));
-    const [baseline, floor, apollo] = peers as [Child, Child, Child];
-    const servers: Record<Target, Child> = { gateway, baseline, floor, apollo };
+    const [baseline, floor, expressFloor, apollo] = peers as [Child, Child, Child, Child];
+    const servers: Record<Target, Child> = { gateway, baseline, floor, express_floor: expressFloor, apollo };
     /** One run of a scenario, with the CPU time its server and the database spent per request. */
     const measure = async (scenario: Scenario, duration: number): Promise<Sample> => {
       const server = servers[scenario.target];

@@ -7,11 +7,13 @@ export const SCENARIO_NAMES = [
   'graphql_list',
   'baseline_list',
   'floor_list',
+  'express_floor_list',
   'apollo_list',
   'rest_load',
   'graphql_load',
   'baseline_load',
   'floor_load',
+  'express_floor_load',
   'apollo_load',
   'graphql_page_messages',
   'rest_quota',
@@ -21,10 +23,11 @@ export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 /**
  * Which process answers: the gateway, or one of its peers on the same database — the hand-written
- * Express + Mongoose baseline, the bare `node:http` + driver floor, Apollo Server with its defaults.
+ * Express + Mongoose baseline, the bare `node:http` + driver floor, the same reads behind Express
+ * alone (the Express floor), Apollo Server with its defaults.
  */
-export type Target = 'gateway' | 'baseline' | 'floor' | 'apollo';
-export const TARGETS: readonly Target[] = ['gateway', 'baseline', 'floor', 'apollo'];
+export type Target = 'gateway' | 'baseline' | 'floor' | 'express_floor' | 'apollo';
+export const TARGETS: readonly Target[] = ['gateway', 'baseline', 'floor', 'express_floor', 'apollo'];
 
 export interface Scenario {
   name: ScenarioName;
@@ -75,6 +78,7 @@ export function scenarios(token: string): Scenario[] {
     },
     { name: 'baseline_list', target: 'baseline', method: 'GET', path: '/conversation/list', headers: auth },
     { name: 'floor_list', target: 'floor', method: 'GET', path: '/conversation/list', headers: auth },
+    { name: 'express_floor_list', target: 'express_floor', method: 'GET', path: '/conversation/list', headers: auth },
     { name: 'apollo_list', target: 'apollo', method: 'POST', path: '/', headers: post, body: graphqlList },
     { name: 'rest_load', target: 'gateway', method: 'GET', path: load, headers: auth, commands: 1 },
     {
@@ -88,6 +92,7 @@ export function scenarios(token: string): Scenario[] {
     },
     { name: 'baseline_load', target: 'baseline', method: 'GET', path: load, headers: auth },
     { name: 'floor_load', target: 'floor', method: 'GET', path: load, headers: auth },
+    { name: 'express_floor_load', target: 'express_floor', method: 'GET', path: load, headers: auth },
     { name: 'apollo_load', target: 'apollo', method: 'POST', path: '/', headers: post, body: graphqlLoad },
     {
       name: 'graphql_page_messages',

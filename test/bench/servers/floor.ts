@@ -1,7 +1,7 @@
-import { MongoClient } from 'mongodb';
-import { createServer, type ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
-import { bearerUser, conversationIdOf, INVALID_ID, listBody, loadBody, type ConversationRow } from './legacy-bodies.js';
+import { driverReads, sendJson } from './driver-reads.js';
+import { bearerUser } from './legacy-bodies.js';
 
 /**
  * The floor: the same two legacy reads with nothing between HTTP and the database but a JWT
@@ -14,36 +14,19 @@ const { values } = parseArgs({ options: { port: { type: 'string' }, uri: { type:
 if (!values.port || !values.uri || !values.secret) throw new Error('usage: floor.ts --port N --uri MONGODB_URI --secret JWT_SECRET');
 
 const callerOf = bearerUser(values.secret);
-const client = await MongoClient.connect(values.uri);
-const conversations = client.db().collection<ConversationRow>('conversations');
-const SUMMARY = { _id: 0, id: 1, userId: 1, name: 1, model: 1, enableWeb: 1 } as const;
-
-function send(response: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) }).end(text);
-}
-
-async function list(userId: number): Promise<unknown> {
-  return listBody(await conversations.find({ userId }, { projection: SUMMARY, sort: { id: -1 }, limit: 100 }).toArray());
-}
-
-async function load(userId: number, idParameter: string | null): Promise<unknown> {
-  const id = conversationIdOf(idParameter);
-  if (id === null) return INVALID_ID;
-  return loadBody(await conversations.findOne({ userId, id }, { projection: { ...SUMMARY, messages: 1 } }));
-}
+const reads = await driverReads(values.uri);
 
 const server = createServer(async (request, response) => {
   try {
     const url = new URL(request.url ?? '/', 'http://floor');
     if (request.method !== 'GET' || (url.pathname !== '/conversation/list' && url.pathname !== '/conversation/load')) {
-      return send(response, 404, { status: false, message: 'not found' });
+      return sendJson(response, 404, { status: false, message: 'not found' });
     }
     const userId = await callerOf(request.headers.authorization);
-    if (userId === null) return send(response, 401, { status: false, message: 'unauthorized' });
-    send(response, 200, url.pathname === '/conversation/list' ? await list(userId) : await load(userId, url.searchParams.get('id')));
+    if (userId === null) return sendJson(response, 401, { status: false, message: 'unauthorized' });
+    sendJson(response, 200, url.pathname === '/conversation/list' ? await reads.list(userId) : await reads.load(userId, url.searchParams.get('id')));
   } catch {
-    send(response, 500, { status: false, message: 'internal error' });
+    sendJson(response, 500, { status: false, message: 'internal error' });
   }
 });
 server.listen(Number(values.port), '127.0.0.1', () => {
@@ -52,5 +35,5 @@ server.listen(Number(values.port), '127.0.0.1', () => {
 process.once('SIGTERM', () => {
   server.close();
   server.closeAllConnections();
-  void client.close().then(() => process.exit(0));
+  void reads.close().then(() => process.exit(0));
 });
