@@ -1,6 +1,7 @@
 import type { ApolloServer } from '@apollo/server';
 import { expressMiddleware } from '@as-integrations/express5';
 import express, { type Express, type RequestHandler } from 'express';
+
 import type { Authenticator } from './auth/authenticator.js';
 import { callerOf, requireCaller } from './auth/require-caller.js';
 import type { TrustProxy } from './config.js';
@@ -16,7 +17,7 @@ import type { Logger } from './logger.js';
 import type { GraphQLLogging } from './observability/graphql-logging.js';
 import type { GatewayMetrics } from './observability/metrics.js';
 import { requestIdOf, requestLogging } from './observability/request-log.js';
-import { playgroundRouter, type PlaygroundOptions } from './playground/playground.js';
+import { type PlaygroundOptions, playgroundRouter } from './playground/playground.js';
 import type { CompiledOperations } from './rest/compiled-operations.js';
 import type { PreparedRoute } from './rest/executor.js';
 import { inProcessExecutor } from './rest/in-process-executor.js';
@@ -25,7 +26,7 @@ import { credentialedGetIsPreflighted } from './security/credentialed-get.js';
 import { crossOrigin } from './security/cross-origin.js';
 import { notStored, securityHeaders } from './security/http-headers.js';
 import type { RateLimits } from './security/rate-limit.js';
-import { trustedDocumentsStep, type TrustedDocuments } from './security/trusted-documents.js';
+import { type TrustedDocuments, trustedDocumentsStep } from './security/trusted-documents.js';
 
 export interface AppOptions {
   /** Started; serves `/graphql` and runs the REST layer's operations. */

@@ -1,5 +1,8 @@
 import { createRequire } from 'node:module';
+
+import type * as MongoDriver from 'mongodb';
 import { z } from 'zod';
+
 import { InvalidInput } from './invalid-input.js';
 
 /**
@@ -78,7 +81,18 @@ function parseTrustProxy(value: string | undefined): TrustProxy {
  * The first path segments the service serves itself: a base path among them (or under one) would
  * shadow or be shadowed by those paths. The legacy endpoints' own segments are here too.
  */
-const SERVED_SEGMENTS = ['graphql', 'healthz', 'readyz', 'metrics', 'openapi.json', 'playground', 'conversation', 'quota', 'buy', 'package'];
+const SERVED_SEGMENTS = [
+  'graphql',
+  'healthz',
+  'readyz',
+  'metrics',
+  'openapi.json',
+  'playground',
+  'conversation',
+  'quota',
+  'buy',
+  'package',
+];
 
 /** The non-empty entries of a comma-separated list. */
 const entriesOf = (value: string) =>
@@ -124,7 +138,7 @@ const duration = z
 
 /** The MongoDB driver's own parser, loaded only by the commands that read MONGODB_URI. */
 function connectionStringProblem(uri: string): string | undefined {
-  const { MongoClient } = createRequire(import.meta.url)('mongodb') as typeof import('mongodb');
+  const { MongoClient } = createRequire(import.meta.url)('mongodb') as typeof MongoDriver;
   try {
     // Parses and checks the string and its options; connects to nothing.
     new MongoClient(uri);
@@ -150,10 +164,7 @@ const VARIABLES = {
   JWT_SECRET: optionalText.refine((secret) => secret === undefined || secret.length >= 16, 'must be at least 16 characters'),
   SEED_FILE: optionalText,
   DEPLOYMENT: z.enum(['community', 'official']).default('community'),
-  SSO_URL: optionalText.refine(
-    (url) => url === undefined || URL.canParse(url),
-    'must be an absolute URL such as https://sso.example.com',
-  ),
+  SSO_URL: optionalText.refine((url) => url === undefined || URL.canParse(url), 'must be an absolute URL such as https://sso.example.com'),
   SSO_SECRET: optionalText,
   SSO_TIMEOUT_MS: wholeNumber(1, 600_000).default(3_000),
   SSO_ATTEMPTS: wholeNumber(1, 10).default(3),
@@ -243,7 +254,10 @@ function parseVariables<Name extends VariableName>(
 }
 
 /** Only the named variables, with the gateway's rules and defaults: for commands that need a few. */
-export function loadVariables<const Name extends VariableName>(names: readonly Name[], environment: NodeJS.ProcessEnv = process.env): Variables<Name> {
+export function loadVariables<const Name extends VariableName>(
+  names: readonly Name[],
+  environment: NodeJS.ProcessEnv = process.env,
+): Variables<Name> {
   return parseVariables(names, environment);
 }
 
@@ -256,7 +270,9 @@ function crossVariableProblems(environment: NodeJS.ProcessEnv): string[] {
     }
   }
   if (environment.MONGODB_URI?.trim() && !environment.JWT_SECRET?.trim()) {
-    problems.push('JWT_SECRET is required when MONGODB_URI is set: tokens signed with a random secret would open a lasting database to whoever holds one');
+    problems.push(
+      'JWT_SECRET is required when MONGODB_URI is set: tokens signed with a random secret would open a lasting database to whoever holds one',
+    );
   }
   if (environment.JWT_SECRET?.trim() === EXAMPLE_JWT_SECRET && (environment.MONGODB_URI?.trim() || isProduction(environment))) {
     problems.push('JWT_SECRET is the example value from .env.example: choose your own secret for a lasting database or production');
@@ -341,7 +357,17 @@ export function loadSidecarConfig(
   flags: { port?: string; host?: string } = {},
   environment: NodeJS.ProcessEnv = process.env,
 ): SidecarConfig {
-  const names = ['PORT', 'HOST', 'NODE_ENV', 'LOG_LEVEL', 'METRICS_TOKEN', 'TRUST_PROXY', 'CORS_ORIGINS', 'REST_BASE_PATH', 'SHUTDOWN_DELAY_MS'] as const;
+  const names = [
+    'PORT',
+    'HOST',
+    'NODE_ENV',
+    'LOG_LEVEL',
+    'METRICS_TOKEN',
+    'TRUST_PROXY',
+    'CORS_ORIGINS',
+    'REST_BASE_PATH',
+    'SHUTDOWN_DELAY_MS',
+  ] as const;
   const env = loadVariables(names, {
     ...environment,
     ...(flags.port !== undefined && { PORT: flags.port }),

@@ -1,13 +1,7 @@
 import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
 import { ApolloServerErrorCode } from '@apollo/server/errors';
-import { GraphQLError, type ExecutionResult, type GraphQLFormattedError } from 'graphql';
-import {
-  MongoNetworkError,
-  MongoNotConnectedError,
-  MongoServerError,
-  MongoServerSelectionError,
-  MongoTopologyClosedError,
-} from 'mongodb';
+import { type ExecutionResult, GraphQLError, type GraphQLFormattedError } from 'graphql';
+import { MongoNetworkError, MongoNotConnectedError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError } from 'mongodb';
 
 /**
  * Failures: the closed set of ways a request fails, each with its code and HTTP status,
@@ -107,11 +101,15 @@ export const unsupportedMediaType = () => new Failure('unsupportedMediaType', 'r
 export const invalidOperation = (message: string) => new Failure('invalidOperation', message);
 
 /** A request names its document by an id that no trusted document has. */
-export const persistedQueryNotFound = () => new Failure('persistedQueryNotFound', 'PersistedQueryNotFound: no trusted document has this id');
+export const persistedQueryNotFound = () =>
+  new Failure('persistedQueryNotFound', 'PersistedQueryNotFound: no trusted document has this id');
 
 /** A request carries a document's text where only trusted documents, named by their id, run. */
 export const persistedQueryOnly = () =>
-  new Failure('persistedQueryOnly', 'PersistedQueryOnly: this endpoint runs trusted documents only; send their documentId instead of a query');
+  new Failure(
+    'persistedQueryOnly',
+    'PersistedQueryOnly: this endpoint runs trusted documents only; send their documentId instead of a query',
+  );
 
 /** An argument or input value breaks a rule the schema cannot state. */
 export const badUserInput = (message: string) => new Failure('badUserInput', message);
@@ -120,7 +118,8 @@ export const badUserInput = (message: string) => new Failure('badUserInput', mes
 export const notAvailable = (message: string) => new Failure('notAvailable', message);
 
 /** Subscriptions cannot be served by this database (a standalone server has no change streams), or not right now. */
-export const subscriptionsUnavailable = (reason: string) => new Failure('subscriptionsUnavailable', `subscriptions are not available: ${reason}`);
+export const subscriptionsUnavailable = (reason: string) =>
+  new Failure('subscriptionsUnavailable', `subscriptions are not available: ${reason}`);
 
 export const tooManySubscriptions = (limit: number) =>
   new Failure('tooManySubscriptions', `too many subscriptions: at most ${limit} at once per caller; complete one first`);

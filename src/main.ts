@@ -1,10 +1,10 @@
 import { runCommand, stopOnSignals } from './cli/command.js';
-import { loadConfig, type Config } from './config.js';
+import { type Config, loadConfig } from './config.js';
 import { describeMongodbUri } from './db/uri.js';
 import { createLogger } from './logger.js';
-import { DEMO_USER_ID } from './seed/demo-data.js';
 import { legacyRoutes } from './rest/routes.js';
-import { startService, type RunningService } from './service.js';
+import { DEMO_USER_ID } from './seed/demo-data.js';
+import { type RunningService, startService } from './service.js';
 
 const USAGE = `Usage: npm start   (or: node dist/main.js)
 

@@ -3,30 +3,32 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
+import { type EmbeddedServer, startEmbeddedServer } from '@chat-gateway/embedded-mongodb';
 import proxyAddress from 'proxy-addr';
-import { createAccounts, type Accounts } from './accounts/index.js';
+
+import { type Accounts, createAccounts } from './accounts/index.js';
 import { createApp } from './app.js';
 import { secretKey, signAccessToken } from './auth/access-token.js';
 import { Authenticator } from './auth/authenticator.js';
 import { callerOf } from './auth/require-caller.js';
-import { createBilling, type Billing } from './billing/index.js';
-import { systemClock, type Clock } from './clock.js';
+import { type Billing, createBilling } from './billing/index.js';
+import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
 import type { CreateContext } from './context.js';
-import { createConversations, type Conversations } from './conversations/index.js';
+import { type Conversations, createConversations } from './conversations/index.js';
 import { buildIndexes, connectDatabase, type Database } from './db/database.js';
-import { startEmbeddedServer, type EmbeddedServer } from '@chat-gateway/embedded-mongodb';
 import { withDatabaseName } from './db/uri.js';
 import { createApolloServer } from './graphql/apollo.js';
 import { compiledOperationCache, compiledQueryRunner } from './graphql/compiled-queries.js';
-import { seenDocuments } from './graphql/seen-documents.js';
 import { buildSchema } from './graphql/schema.js';
-import { listen, Shutdown, type Scheduler } from './http/lifecycle.js';
+import { seenDocuments } from './graphql/seen-documents.js';
+import { listen, type Scheduler, Shutdown } from './http/lifecycle.js';
+import { createHttpServer } from './http/server.js';
 import type { Logger } from './logger.js';
 import { graphqlLogging } from './observability/graphql-logging.js';
 import { createMetrics } from './observability/metrics.js';
 import { requestIdOf } from './observability/request-log.js';
-import { createHttpServer } from './http/server.js';
 import { compiledOperations } from './rest/compiled-operations.js';
 import { prepareRoutes, restLayerDocuments } from './rest/executor.js';
 import { openApiDocument } from './rest/openapi.js';
@@ -194,7 +196,9 @@ async function serve(
     logUnexpected: graphqlLog.logUnexpected,
   });
   const compiledFor = compiledOperationCache(schema);
-  const seenQueries = seenDocuments(compiledFor, runCompiled, (request, response) => createContext(callerOf(response), requestIdOf(request)));
+  const seenQueries = seenDocuments(compiledFor, runCompiled, (request, response) =>
+    createContext(callerOf(response), requestIdOf(request)),
+  );
   const apollo = createApolloServer(schema, {
     production: config.production,
     httpServer,
@@ -275,4 +279,3 @@ async function serve(
     },
   };
 }
-

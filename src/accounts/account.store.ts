@@ -1,4 +1,5 @@
 import type { Timestamp } from 'mongodb';
+
 import type { Gift } from '../billing/gift.js';
 import type { ApiKeyModel } from './api-key.model.js';
 import type { UserModel } from './user.model.js';
@@ -41,9 +42,7 @@ export class AccountStore {
 
   /** Null when the user has no record (and so no name the provider could know). */
   async billingAccount(userId: number): Promise<BillingAccount | null> {
-    const user = await this.users
-      .findOne({ id: userId }, { _id: 0, username: 1, pendingOrders: 1, grantedGifts: 1 })
-      .lean();
+    const user = await this.users.findOne({ id: userId }, { _id: 0, username: 1, pendingOrders: 1, grantedGifts: 1 }).lean();
     if (!user) return null;
     return { username: user.username, pendingOrders: user.pendingOrders ?? [], grantedGifts: user.grantedGifts ?? [] };
   }

@@ -1,4 +1,4 @@
-import { Schema, type Connection, type Model } from 'mongoose';
+import { type Connection, type Model, Schema } from 'mongoose';
 
 /** An API key, kept only as the SHA-256 of its text. */
 export interface ApiKeyRecord {

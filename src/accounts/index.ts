@@ -1,4 +1,5 @@
 import type { Connection } from 'mongoose';
+
 import { AccountStore } from './account.store.js';
 import { apiKeyModel } from './api-key.model.js';
 import { userModel } from './user.model.js';

@@ -1,4 +1,5 @@
-import { Schema, type Connection, type Model } from 'mongoose';
+import { type Connection, type Model, Schema } from 'mongoose';
+
 import type { Gift } from '../billing/gift.js';
 
 export interface UserRecord {

@@ -1,4 +1,4 @@
-import { SignJWT, jwtVerify } from 'jose';
+import { jwtVerify, SignJWT } from 'jose';
 
 const ALGORITHM = 'HS256';
 /** Tolerated difference between our clock and the issuer's, for `exp` and `nbf`. */

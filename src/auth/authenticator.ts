@@ -1,8 +1,8 @@
 import type { AccountStore } from '../accounts/account.store.js';
-import { systemClock, type Clock } from '../clock.js';
+import { type Clock, systemClock } from '../clock.js';
+import { VERIFIED_TOKENS_HELD } from '../limits.js';
 import { API_KEY_PREFIX, hashApiKey } from './api-key.js';
 import { VerifiedTokens } from './verified-tokens.js';
-import { VERIFIED_TOKENS_HELD } from '../limits.js';
 
 export interface Caller {
   userId: number;

@@ -1,4 +1,5 @@
 import type { RequestHandler, Response } from 'express';
+
 import { unauthenticated } from '../errors.js';
 import type { Authenticator, Caller } from './authenticator.js';
 

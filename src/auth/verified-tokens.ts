@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
-import { verifyAccessToken, type VerifiedToken } from './access-token.js';
+
+import { type VerifiedToken, verifyAccessToken } from './access-token.js';
 
 interface Entry {
   token: VerifiedToken;

@@ -1,5 +1,6 @@
-import { Schema, type Connection, type Model } from 'mongoose';
-import { GIFTS, type Gift } from './gift.js';
+import { type Connection, type Model, Schema } from 'mongoose';
+
+import { type Gift, GIFTS } from './gift.js';
 
 /** The claim of one gift package by one user; the unique index makes the claim happen once, ever. */
 export interface GiftGrantRecord {

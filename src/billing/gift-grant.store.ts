@@ -1,5 +1,5 @@
-import type { GiftGrantModel } from './gift-grant.model.js';
 import type { Gift } from './gift.js';
+import type { GiftGrantModel } from './gift-grant.model.js';
 
 /** MongoDB's duplicate key error. */
 const DUPLICATE_KEY = 11000;

@@ -1,11 +1,12 @@
 import type { Connection } from 'mongoose';
+
 import type { AccountStore } from '../accounts/account.store.js';
 import type { Caller } from '../auth/authenticator.js';
+import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { billingResolvers } from './billing.resolvers.js';
 import { BillingService } from './billing.service.js';
-import type { Clock } from '../clock.js';
 import { giftGrantModel } from './gift-grant.model.js';
 import { createOfficialBilling } from './official-billing.js';
 import { purchaseModel } from './purchase.model.js';

@@ -1,15 +1,16 @@
 import type { Metric } from 'prom-client';
+
 import type { AccountStore } from '../accounts/account.store.js';
+import { type Clock, systemClock } from '../clock.js';
 import type { SsoConfig } from '../config.js';
 import type { Logger } from '../logger.js';
-import { systemClock, type Clock } from '../clock.js';
 import type { GiftGrantModel } from './gift-grant.model.js';
 import { GiftGrantStore } from './gift-grant.store.js';
-import { purchaseMetrics } from './purchase-metrics.js';
 import type { PurchaseModel } from './purchase.model.js';
 import { PurchaseStore } from './purchase.store.js';
+import { purchaseMetrics } from './purchase-metrics.js';
 import { Purchases, type SettlementSettings } from './purchases.js';
-import { startSettlementSweep, type SettlementSweep } from './settlement-sweep.js';
+import { type SettlementSweep, startSettlementSweep } from './settlement-sweep.js';
 import { createSsoClient, type SsoClient } from './sso-client.js';
 
 /** What buying and the gift package need on the official deployment, shared by every request. */

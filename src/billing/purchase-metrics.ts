@@ -1,4 +1,5 @@
 import { Counter, Gauge, type Metric } from 'prom-client';
+
 import type { Clock } from '../clock.js';
 import { UNFINISHED_STATES } from './purchase.model.js';
 import type { PurchaseClose, PurchaseStore, PurchaseSummary } from './purchase.store.js';

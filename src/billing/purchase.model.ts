@@ -1,4 +1,4 @@
-import { Schema, type Connection, type Model } from 'mongoose';
+import { type Connection, type Model, Schema } from 'mongoose';
 
 /** Where a purchase is in its life; `purchases.ts` explains each state and why points are credited once. */
 export type PurchaseState = 'opened' | 'pending' | 'crediting' | 'credited' | 'declined';

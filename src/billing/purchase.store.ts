@@ -1,4 +1,4 @@
-import { UNFINISHED_STATES, type DeclineReason, type PurchaseModel, type PurchaseRecord, type PurchaseState } from './purchase.model.js';
+import { type DeclineReason, type PurchaseModel, type PurchaseRecord, type PurchaseState, UNFINISHED_STATES } from './purchase.model.js';
 
 /** What a purchase is worked on with: the order, who pays it and what it buys. */
 export type PurchaseTerms = Pick<PurchaseRecord, 'orderId' | 'userId' | 'username' | 'quota' | 'amount'>;
@@ -56,7 +56,11 @@ export class PurchaseStore {
 
   private claim(filter: object, owner: string, leaseUntil: Date): Promise<PurchaseRecord | null> {
     return this.purchases
-      .findOneAndUpdate(filter, { $set: { leaseOwner: owner, nextCheckAt: leaseUntil } }, { returnDocument: 'after', projection: { _id: 0 } })
+      .findOneAndUpdate(
+        filter,
+        { $set: { leaseOwner: owner, nextCheckAt: leaseUntil } },
+        { returnDocument: 'after', projection: { _id: 0 } },
+      )
       .lean<PurchaseRecord>();
   }
 
@@ -66,7 +70,11 @@ export class PurchaseStore {
     owner: string,
     next: { nextCheckAt: Date; lastCheck: string; counted: boolean; reviewSince?: Date },
   ): Promise<boolean> {
-    const fields = { nextCheckAt: next.nextCheckAt, lastCheck: next.lastCheck, ...(next.reviewSince ? { reviewSince: next.reviewSince } : {}) };
+    const fields = {
+      nextCheckAt: next.nextCheckAt,
+      lastCheck: next.lastCheck,
+      ...(next.reviewSince ? { reviewSince: next.reviewSince } : {}),
+    };
     const result = await this.purchases.updateOne(
       { orderId, state: 'pending', leaseOwner: owner },
       { $set: fields, $inc: { checks: next.counted ? 1 : 0 }, $unset: { leaseOwner: 1 } },
@@ -82,7 +90,10 @@ export class PurchaseStore {
         : { state: outcome.state, closedAt: now, ...(outcome.late ? { creditedLate: true } : {}) };
     const result = await this.purchases.updateOne(
       { orderId, state: { $in: from } },
-      { $set: fields, $unset: { nextCheckAt: 1, leaseOwner: 1, lastCheck: 1, ...(outcome.state === 'credited' ? { declineReason: 1 } : {}) } },
+      {
+        $set: fields,
+        $unset: { nextCheckAt: 1, leaseOwner: 1, lastCheck: 1, ...(outcome.state === 'credited' ? { declineReason: 1 } : {}) },
+      },
     );
     return result.modifiedCount === 1;
   }
@@ -107,11 +118,7 @@ export class PurchaseStore {
 
   /** When the next unfinished purchase is due; undefined when there is none. */
   async nextDue(): Promise<Date | undefined> {
-    const [first] = await this.purchases
-      .find({ state: unfinished }, { _id: 0, nextCheckAt: 1 })
-      .sort({ nextCheckAt: 1 })
-      .limit(1)
-      .lean();
+    const [first] = await this.purchases.find({ state: unfinished }, { _id: 0, nextCheckAt: 1 }).sort({ nextCheckAt: 1 }).limit(1).lean();
     return first?.nextCheckAt;
   }
 
@@ -132,17 +139,19 @@ export class PurchaseStore {
   }
 
   async summary(): Promise<PurchaseSummary> {
-    const groups = await this.purchases.aggregate<{ _id: (typeof UNFINISHED_STATES)[number]; count: number; review: number; oldest: Date }>([
-      { $match: { state: unfinished } },
-      {
-        $group: {
-          _id: '$state',
-          count: { $sum: 1 },
-          review: { $sum: { $cond: [{ $ifNull: ['$reviewSince', false] }, 1, 0] } },
-          oldest: { $min: '$openedAt' },
+    const groups = await this.purchases.aggregate<{ _id: (typeof UNFINISHED_STATES)[number]; count: number; review: number; oldest: Date }>(
+      [
+        { $match: { state: unfinished } },
+        {
+          $group: {
+            _id: '$state',
+            count: { $sum: 1 },
+            review: { $sum: { $cond: [{ $ifNull: ['$reviewSince', false] }, 1, 0] } },
+            oldest: { $min: '$openedAt' },
+          },
         },
-      },
-    ]);
+      ],
+    );
     const summary: PurchaseSummary = { opened: 0, pending: 0, crediting: 0, needingReview: 0, oldestOpenedAt: undefined };
     for (const group of groups) {
       summary[group._id] = group.count;

@@ -1,13 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+
 import type { AccountStore } from '../accounts/account.store.js';
 import { pointsToUnits } from '../accounts/points.js';
-import type { Logger } from '../logger.js';
 import type { Clock } from '../clock.js';
-import type { PurchaseMetrics } from './purchase-metrics.js';
+import type { Logger } from '../logger.js';
 import type { DeclineReason, PurchaseRecord, PurchaseState } from './purchase.model.js';
 import type { PurchaseClose, PurchaseStore, PurchaseTerms } from './purchase.store.js';
-import { SsoUnavailableError, type PaymentState, type SsoClient } from './sso-client.js';
+import type { PurchaseMetrics } from './purchase-metrics.js';
+import { type PaymentState, type SsoClient, SsoUnavailableError } from './sso-client.js';
 
 /** 1 unit of money buys 10 points. */
 const POINTS_PER_MONEY_UNIT = 10;
@@ -284,7 +285,10 @@ export class Purchases {
     if (answer === 'paid') await this.creditPaid(purchase);
     else await this.decline(purchase, 'pending', 'unpaid');
     if (purchase.state === 'pending') {
-      this.logger.info({ orderId: purchase.orderId, userId: purchase.userId, answer, checks: purchase.checks }, 'unfinished purchase settled');
+      this.logger.info(
+        { orderId: purchase.orderId, userId: purchase.userId, answer, checks: purchase.checks },
+        'unfinished purchase settled',
+      );
     }
     return answer === 'paid' ? 'credited' : 'declined';
   }

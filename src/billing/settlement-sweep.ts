@@ -1,5 +1,5 @@
-import type { Logger } from '../logger.js';
 import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
 import type { Purchases } from './purchases.js';
 
 /** The shortest pause between two passes, so that a purchase that stays due cannot make the sweep spin. */

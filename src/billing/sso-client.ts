@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import { z } from 'zod';
+
 import type { Logger } from '../logger.js';
 import type { GiftPackage } from './gift.js';
 
@@ -98,9 +100,7 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
         const { call, status, reason } = error;
         options.logger?.warn(
           { call, orderId: body.order, status, timeoutMs: error.timeoutMs, reason },
-          status === 401 || status === 403
-            ? 'the SSO provider refused our credentials: check SSO_SECRET'
-            : 'an SSO provider call failed',
+          status === 401 || status === 403 ? 'the SSO provider refused our credentials: check SSO_SECRET' : 'an SSO provider call failed',
         );
       }
       throw error;

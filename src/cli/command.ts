@@ -1,4 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+
 import { loadDotEnv } from '../config.js';
 import { InvalidInput } from '../invalid-input.js';
 
@@ -50,7 +51,8 @@ export async function runCommand<const Options extends ParseArgsOptionsConfig>(c
 
 /** A `--port` value: a whole number from 0 (any free port) to 65535. */
 export function parsePort(text: string): number {
-  if (!/^[0-9]{1,5}$/.test(text) || Number(text) > 65535) throw new InvalidInput([`--port must be a whole number from 0 to 65535, not "${text}"`]);
+  if (!/^[0-9]{1,5}$/.test(text) || Number(text) > 65535)
+    throw new InvalidInput([`--port must be a whole number from 0 to 65535, not "${text}"`]);
   return Number(text);
 }
 

@@ -32,9 +32,7 @@ Exit codes: 0 done, 1 the database, the provider or the order could not be found
 /** At most this many purchases are listed. */
 const LIST_LIMIT = 1_000;
 
-type Command =
-  | { kind: 'list'; needingReview: boolean; userId: number | undefined }
-  | { kind: 'recheck' | 'close'; orderId: string };
+type Command = { kind: 'list'; needingReview: boolean; userId: number | undefined } | { kind: 'recheck' | 'close'; orderId: string };
 
 /** What to do, from the options; a wrong combination is one line with exit code 2. */
 function commandOf(values: { pending?: boolean; review?: boolean; user?: string; recheck?: string; close?: string }): Command {
@@ -63,7 +61,7 @@ async function openDatabase(): Promise<Database> {
   try {
     return await connectDatabase(MONGODB_URI);
   } catch (error) {
-    throw new Error(`cannot reach the database: ${error instanceof Error ? error.message : String(error)}`);
+    throw new Error(`cannot reach the database: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
 }
 
@@ -105,7 +103,12 @@ async function settleOne(orderId: string, close: boolean): Promise<void> {
     const billing = createBilling({
       connection: database.connection,
       accounts: createAccounts(database.connection).store,
-      sso: { url: variables.SSO_URL!, secret: variables.SSO_SECRET!, timeoutMs: variables.SSO_TIMEOUT_MS, attempts: variables.SSO_ATTEMPTS },
+      sso: {
+        url: variables.SSO_URL!,
+        secret: variables.SSO_SECRET!,
+        timeoutMs: variables.SSO_TIMEOUT_MS,
+        attempts: variables.SSO_ATTEMPTS,
+      },
       settlement: { horizonMs: variables.SETTLEMENT_HORIZON, backoffMaxMs: variables.SETTLEMENT_BACKOFF_MAX_MS },
       // Failures are told on stderr by this command, in one line.
       logger: createLogger({ logLevel: 'silent' }),
@@ -135,7 +138,14 @@ function table(purchases: PurchaseRecord[], now: number): string {
     ]),
   ];
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 /** e.g. `42s`, `3m05s`, `2h10m`, `3d04h`. */

@@ -1,7 +1,8 @@
+import { GRAPHQL_MAX_INT as MAX_ID } from 'graphql';
+
 import { isTokenLifetime, secretKey, signAccessToken } from '../auth/access-token.js';
 import { ConfigError, loadTokenConfig } from '../config.js';
 import { InvalidInput } from '../invalid-input.js';
-import { GRAPHQL_MAX_INT as MAX_ID } from 'graphql';
 import { runCommand } from './command.js';
 
 const USAGE = `Usage: npm run token -- --user ID [--expires 24h]

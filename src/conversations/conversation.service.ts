@@ -1,6 +1,7 @@
 import DataLoader from 'dataloader';
+
 import { MAX_CONVERSATION_NAME_LENGTH, MAX_PAGE_SIZE } from '../limits.js';
-import { userErrors, type Outcome } from '../shared/user-error.js';
+import { type Outcome, userErrors } from '../shared/user-error.js';
 import type { ConversationRecord, MessageRecord } from './conversation.model.js';
 import type { ConversationStore } from './conversation.store.js';
 

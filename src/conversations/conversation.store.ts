@@ -1,5 +1,6 @@
 import { GRAPHQL_MAX_INT, GRAPHQL_MIN_INT } from 'graphql';
 import { BSON, type Document, type Filter, type FindOptions } from 'mongodb';
+
 import type { Logger } from '../logger.js';
 import type { ConversationModel, ConversationRecord } from './conversation.model.js';
 
@@ -25,7 +26,7 @@ export class ConversationStore {
     const filter = beforeId === undefined ? { userId } : { userId, id: { $lt: beforeId } };
     const rows: ConversationRecord[] = [];
     // Past left-out rows by position: their ids may not even be numbers to continue from.
-    for (let read = 0; ; ) {
+    for (let read = 0; ;) {
       const wanted = limit - rows.length;
       const batch = await this.read<Record<string, unknown>>(filter, {
         projection: SUMMARY,

@@ -1,4 +1,5 @@
 import type { Connection } from 'mongoose';
+
 import type { Caller } from '../auth/authenticator.js';
 import type { Logger } from '../logger.js';
 import { conversationModel } from './conversation.model.js';

@@ -1,4 +1,5 @@
 import mongoose, { type Connection } from 'mongoose';
+
 import type { Logger } from '../logger.js';
 import { describeMongodbUri } from './uri.js';
 
@@ -42,7 +43,7 @@ export async function connectDatabase(uri: string, logger?: Logger): Promise<Dat
     await connection.asPromise();
   } catch (error) {
     await connection.close().catch(() => undefined);
-    throw new Error(`could not connect to the database at ${describeMongodbUri(uri)}: ${(error as Error).message}`);
+    throw new Error(`could not connect to the database at ${describeMongodbUri(uri)}: ${(error as Error).message}`, { cause: error });
   }
   connected = true;
   return {

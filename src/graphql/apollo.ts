@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import {
   ApolloServerPluginCacheControlDisabled,
@@ -9,6 +10,7 @@ import {
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import type { GraphQLSchema } from 'graphql';
+
 import type { RequestContext } from '../context.js';
 import { badRequest, graphqlErrorRendering } from '../errors.js';
 import { operationLimitOptions } from '../security/operation-limits.js';

@@ -1,14 +1,15 @@
 import type { ApolloServerOptionsWithGateway, BaseContext } from '@apollo/server';
 import {
   execute,
-  getVariableValues,
-  GraphQLError,
   type ExecutionArgs,
   type ExecutionResult,
+  getVariableValues,
+  GraphQLError,
   type GraphQLSchema,
   type OperationDefinitionNode,
 } from 'graphql';
 import type { CompiledQuery } from 'graphql-jit';
+
 import { withFailureKinds } from '../errors.js';
 import type { CompiledOperationLookup } from './compiled-queries.js';
 

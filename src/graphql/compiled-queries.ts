@@ -1,6 +1,13 @@
-import { type DocumentNode, type GraphQLError, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
-import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import {
+  type DocumentNode,
+  type GraphQLError,
+  type GraphQLFormattedError,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql';
+import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import { LRUCache } from 'lru-cache';
+
 import type { RequestContext } from '../context.js';
 import { graphqlErrorRendering, withFailureKinds } from '../errors.js';
 import type { GraphQLLogging } from '../observability/graphql-logging.js';
@@ -45,7 +52,11 @@ export interface CompiledQueryOptions {
 const MAX_COMPILED_OPERATIONS = 250;
 
 /** The operation as compiled code, or null when it is no query or graphql-jit cannot compile it. */
-export function compileOperation(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): CompiledOperation | null {
+export function compileOperation(
+  schema: GraphQLSchema,
+  document: DocumentNode,
+  operation: OperationDefinitionNode,
+): CompiledOperation | null {
   if (operation.operation !== 'query') return null;
   const query = compileQuery(schema, document, operation.name?.value);
   return isCompiledQuery(query) ? { document, operation, query } : null;
@@ -85,7 +96,12 @@ export function compiledQueryRunner(schema: GraphQLSchema, options: CompiledQuer
   const { formatErrors, finishErrors } = graphqlErrorRendering(options.production);
   const withStacktraces = !options.production;
 
-  async function run({ operation, query }: CompiledOperation, context: RequestContext, variables: Record<string, unknown>, startedAt: bigint) {
+  async function run(
+    { operation, query }: CompiledOperation,
+    context: RequestContext,
+    variables: Record<string, unknown>,
+    startedAt: bigint,
+  ) {
     options.observeExecution('compiled');
     const executed = withFailureKinds(await query.query(undefined, context, variables));
     const errors: readonly GraphQLError[] = executed.errors?.map(asGraphQLError) ?? [];

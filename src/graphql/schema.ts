@@ -1,6 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
+
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import type { GraphQLSchema } from 'graphql';
+
 import type { Resolvers } from './generated/resolvers.js';
 
 /** `schema/` at the project root, the same relative path from `src/graphql` and `dist/graphql`. */

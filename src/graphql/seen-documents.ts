@@ -2,10 +2,11 @@ import type { ApolloServerPlugin } from '@apollo/server';
 import type { Request, RequestHandler, Response } from 'express';
 import type { DocumentNode, OperationDefinitionNode } from 'graphql';
 import { LRUCache } from 'lru-cache';
+
 import type { RequestContext } from '../context.js';
 import { boundedOperationName } from '../observability/request-labels.js';
-import type { CompiledOperation, CompiledOperationLookup, CompiledQueryRunner } from './compiled-queries.js';
 import { isRecord } from '../shared/is-record.js';
+import type { CompiledOperation, CompiledOperationLookup, CompiledQueryRunner } from './compiled-queries.js';
 
 /** Documents remembered, most recently used kept: clients send the same few operations over and over. */
 const MAX_DOCUMENTS = 1_000;

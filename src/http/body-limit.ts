@@ -1,4 +1,5 @@
 import type { RequestHandler } from 'express';
+
 import { payloadTooLarge } from '../errors.js';
 import { BODY_LIMIT_BYTES } from '../limits.js';
 

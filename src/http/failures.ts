@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { failureOf, graphqlAnswer, legacyAnswer, noSuchEndpoint, type Failure, type FailureField, type HttpAnswer } from '../errors.js';
+
+import { type Failure, type FailureField, failureOf, graphqlAnswer, type HttpAnswer, legacyAnswer, noSuchEndpoint } from '../errors.js';
 import { requestIdOf } from '../observability/request-log.js';
 import { sendAnswer } from './json-answer.js';
 

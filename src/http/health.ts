@@ -1,4 +1,5 @@
 import { Router } from 'express';
+
 import type { Shutdown } from './lifecycle.js';
 
 /** How long `/readyz` waits for its dependency's answer. */

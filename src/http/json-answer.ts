@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+
 import type { HttpAnswer } from '../errors.js';
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';

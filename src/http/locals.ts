@@ -3,6 +3,7 @@ import type { OperationSession } from '../rest/executor.js';
 
 /** What one step of a request hands on to the next ones, in `response.locals`. */
 declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace -- Express declares its types in this namespace.
   namespace Express {
     interface Locals {
       /** Set once this process accepted the request's credentials. */

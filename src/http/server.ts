@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+
 import { HTTP_SERVER_LIMITS } from '../limits.js';
 
 /** An HTTP server with `HTTP_SERVER_LIMITS`: every server of the service is made here. */

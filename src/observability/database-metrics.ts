@@ -1,5 +1,6 @@
 import type { CommandFailedEvent, CommandSucceededEvent, MongoClient } from 'mongodb';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
 import type { Database } from '../db/database.js';
 
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -17,7 +18,12 @@ export function databaseMetrics(registry: Registry, database: Pick<Database, 'pi
     help: '1 when the database answered a ping during this scrape, 0 otherwise',
     registers: [registry],
     async collect() {
-      this.set(await database.ping(PING_TIMEOUT_MS).then(() => 1, () => 0));
+      this.set(
+        await database.ping(PING_TIMEOUT_MS).then(
+          () => 1,
+          () => 0,
+        ),
+      );
     },
   });
   const commands = new Counter({

@@ -1,6 +1,7 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import type { Response } from 'express';
 import type { GraphQLFormattedError } from 'graphql';
+
 import type { RequestContext } from '../context.js';
 import { isInternal } from '../errors.js';
 import type { Logger } from '../logger.js';

@@ -1,6 +1,7 @@
 import type { ApolloServerPlugin, BaseContext, GraphQLResponse } from '@apollo/server';
 import type { GraphQLFormattedError } from 'graphql';
 import { Counter, Histogram, type Registry } from 'prom-client';
+
 import { codeOf } from '../errors.js';
 import type { ExecutionObserver } from '../graphql/compiled-execution.js';
 import { OperationNameLabels } from './request-labels.js';

@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import { Counter, Histogram, type Registry } from 'prom-client';
+
 import { whenRequestEnds } from './request-end.js';
 
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];

@@ -1,6 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+
 import type { RequestHandler } from 'express';
 import type { Registry } from 'prom-client';
+
 import { unauthenticated } from '../errors.js';
 
 /** Serves the registry in Prometheus text format; with a token, only to `Authorization: Bearer <token>`. */
@@ -8,7 +10,10 @@ export function metricsEndpoint(registry: Registry, token: string | undefined): 
   const expected = token === undefined ? undefined : digest(token);
   return async (request, response) => {
     if (expected !== undefined && !presents(request.get('authorization'), expected)) throw unauthenticated('metrics');
-    response.set('Cache-Control', 'no-store').type(registry.contentType).send(await registry.metrics());
+    response
+      .set('Cache-Control', 'no-store')
+      .type(registry.contentType)
+      .send(await registry.metrics());
   };
 }
 

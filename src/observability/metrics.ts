@@ -1,9 +1,10 @@
 import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
 import type { RequestHandler } from 'express';
-import { collectDefaultMetrics, Registry, type Metric } from 'prom-client';
+import { collectDefaultMetrics, type Metric, Registry } from 'prom-client';
+
 import type { Database } from '../db/database.js';
-import { databaseMetrics } from './database-metrics.js';
 import type { ExecutionObserver } from '../graphql/compiled-execution.js';
+import { databaseMetrics } from './database-metrics.js';
 import { graphqlExecutionMetrics, graphqlMetrics, type OperationRecorder } from './graphql-metrics.js';
 import { httpMetrics } from './http-metrics.js';
 import { metricsEndpoint } from './metrics-endpoint.js';

@@ -22,7 +22,10 @@ export class OperationNameLabels {
   private readonly known: ReadonlySet<string>;
   private readonly seen = new Set<string>();
 
-  constructor(knownNames: Iterable<string>, private readonly limit = MAX_UNKNOWN_OPERATION_NAMES) {
+  constructor(
+    knownNames: Iterable<string>,
+    private readonly limit = MAX_UNKNOWN_OPERATION_NAMES,
+  ) {
     this.known = new Set([...knownNames].map(boundedOperationName));
   }
 

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+
 import type { RequestHandler } from 'express';
+
 import type { Logger } from '../logger.js';
 import { CLIENT_CLOSED_REQUEST, routePattern } from './request-end.js';
 

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+
 import { exampleOperations } from './example-operations.js';
 
 export const ASSETS_PATH = '/playground/assets';

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { Router, type Request } from 'express';
+
+import { type Request, Router } from 'express';
+
 import { bootstrapScript, pageStyle } from './browser-files.js';
 import { ASSETS_PATH, playgroundPage } from './page.js';
 

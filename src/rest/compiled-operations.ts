@@ -1,6 +1,7 @@
 import { getOperationAST, type GraphQLSchema } from 'graphql';
+
 import type { RequestContext } from '../context.js';
-import { compileOperation, type CompiledOperation, type CompiledQueryRunner } from '../graphql/compiled-queries.js';
+import { type CompiledOperation, type CompiledQueryRunner, compileOperation } from '../graphql/compiled-queries.js';
 import { documentChecker } from '../security/operation-limits.js';
 import type { OperationResult, PreparedOperation, PreparedRoute } from './executor.js';
 

@@ -1,5 +1,6 @@
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
-import { getOperationAST, OperationTypeNode, print, validate, type GraphQLError, type GraphQLSchema } from 'graphql';
+import { type DocumentNode, getOperationAST, type GraphQLError, type GraphQLSchema, OperationTypeNode, print, validate } from 'graphql';
+
 import type { Caller } from '../auth/authenticator.js';
 import { documentIdOf } from '../security/trusted-documents.js';
 import { ConfirmCallerDocument } from './generated/operations.js';
@@ -73,12 +74,18 @@ export function restLayerDocuments(routes: readonly RestRoute[]): string[] {
   return [...routes.map((route) => route.operation), ConfirmCallerDocument].map((document) => print(document));
 }
 
-function prepareOperation(document: TypedDocumentNode<any, any>, schema: GraphQLSchema, usedBy: string): PreparedOperation {
+function prepareOperation(document: DocumentNode, schema: GraphQLSchema, usedBy: string): PreparedOperation {
   const problems: readonly GraphQLError[] = validate(schema, document);
   const operation = getOperationAST(document);
   if (problems.length > 0 || !operation?.name) {
     throw new Error(`operation of ${usedBy} does not fit the schema: ${problems.map((p) => p.message).join('; ')}`);
   }
   const text = print(document);
-  return { document, text, id: documentIdOf(text), name: operation.name.value, changesData: operation.operation === OperationTypeNode.MUTATION };
+  return {
+    document,
+    text,
+    id: documentIdOf(text),
+    name: operation.name.value,
+    changesData: operation.operation === OperationTypeNode.MUTATION,
+  };
 }

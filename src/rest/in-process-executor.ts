@@ -1,4 +1,5 @@
 import type { ApolloServer } from '@apollo/server';
+
 import type { Authenticator } from '../auth/authenticator.js';
 import type { CreateContext, RequestContext } from '../context.js';
 import type { CompiledOperations } from './compiled-operations.js';

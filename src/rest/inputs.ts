@@ -1,8 +1,9 @@
 import type { Request } from 'express';
 import { GRAPHQL_MAX_INT as MAX_INT } from 'graphql';
 import { z } from 'zod';
-import { badRequest, badUserInput, type Failure } from '../errors.js';
+
 import { MAX_PURCHASE, MIN_PURCHASE } from '../billing/billing.service.js';
+import { badRequest, badUserInput, type Failure } from '../errors.js';
 import { MAX_CONVERSATION_NAME_LENGTH } from '../limits.js';
 import { userErrors } from '../shared/user-error.js';
 import type { RouteInput } from './route.js';

@@ -1,4 +1,5 @@
-import express, { Router, type ErrorRequestHandler, type RequestHandler } from 'express';
+import express, { type ErrorRequestHandler, type RequestHandler, Router } from 'express';
+
 import { failureOfAnswer, legacyAnswer, methodNotAllowed, unauthenticated } from '../errors.js';
 import { declaredBodyWithinLimit } from '../http/body-limit.js';
 import { legacyFailures } from '../http/failures.js';
@@ -6,7 +7,7 @@ import { sendAnswer, sendJson } from '../http/json-answer.js';
 import { BODY_LIMIT_BYTES } from '../limits.js';
 import { requestIdOf } from '../observability/request-log.js';
 import { notStored } from '../security/http-headers.js';
-import { UNAUTHORIZED, type OperationExecutor, type PreparedRoute } from './executor.js';
+import { type OperationExecutor, type PreparedRoute, UNAUTHORIZED } from './executor.js';
 import { readInput } from './inputs.js';
 
 const readBody = [declaredBodyWithinLimit, express.text({ type: () => true, limit: BODY_LIMIT_BYTES })];

@@ -1,6 +1,9 @@
 import { z } from 'zod';
+
 import {
   databaseUnavailable,
+  type Failure,
+  type FailureField,
   internal,
   legacyAnswer,
   methodNotAllowed,
@@ -8,8 +11,6 @@ import {
   payloadTooLarge,
   rateLimited,
   unauthenticated,
-  type Failure,
-  type FailureField,
 } from '../errors.js';
 import { BODY_LIMIT_BYTES } from '../limits.js';
 import { failureBody, type RestRoute } from './route.js';
@@ -113,7 +114,7 @@ export function openApiDocument(routes: readonly RestRoute[], version: string, b
       description:
         "The documented conversation and quota endpoints, and the legacy web client's rename and clean. " +
         'Credentials: `Authorization: Bearer <token>`, the bare token, or an `sk-` API key. Any other path answers ' +
-        "404 (`NoSuchEndpoint`); a documented path with another method answers 405 (`MethodNotAllowed`) in that " +
+        '404 (`NoSuchEndpoint`); a documented path with another method answers 405 (`MethodNotAllowed`) in that ' +
         "endpoint's failure field.",
     },
     servers: [
@@ -127,9 +128,14 @@ export function openApiDocument(routes: readonly RestRoute[], version: string, b
       },
       responses: {
         NoSuchEndpoint: failureResponse('No endpoint at this path', noSuchEndpoint('GET', '/nowhere'), ['error']),
-        MethodNotAllowed: failureResponse('The path exists for another method, named in `Allow`', methodNotAllowed('GET'), ['message', 'error'], {
-          Allow: { enum: ['GET', 'POST'] },
-        }),
+        MethodNotAllowed: failureResponse(
+          'The path exists for another method, named in `Allow`',
+          methodNotAllowed('GET'),
+          ['message', 'error'],
+          {
+            Allow: { enum: ['GET', 'POST'] },
+          },
+        ),
       },
     },
     paths,

@@ -1,11 +1,11 @@
 import { upstreamUnavailable } from '../errors.js';
 import {
-  UNAUTHORIZED,
   type CallerRequest,
   type OperationExecutor,
   type OperationResult,
   type OperationSession,
   type PreparedOperation,
+  UNAUTHORIZED,
 } from './executor.js';
 
 /**
@@ -24,7 +24,7 @@ export async function probeUpstream(upstream: URL, timeoutMs: number): Promise<v
     });
   } catch (error) {
     const reason = (error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message;
-    throw new Error(`upstream ${upstream.href} did not answer within ${timeoutMs} ms (${reason})`);
+    throw new Error(`upstream ${upstream.href} did not answer within ${timeoutMs} ms (${reason})`, { cause: error });
   }
   const body: unknown = await response.json().catch(() => undefined);
   if (!isGraphQLResponse(body)) {

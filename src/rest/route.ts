@@ -1,5 +1,6 @@
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { z } from 'zod';
+
 import type { FailureField } from '../errors.js';
 
 /**
@@ -14,6 +15,7 @@ export type RouteInput<TVariables> =
   | { from: 'json-body'; schema: z.ZodType<TVariables> };
 
 /** One legacy endpoint: the GraphQL operation it runs, how to get its variables, how to shape its answer. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the table holds routes of different operations (see defineRoute).
 export interface RestRoute<TResult = any, TVariables = any, TBody = any> {
   method: 'GET' | 'POST';
   path: string;

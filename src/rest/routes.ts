@@ -1,4 +1,5 @@
 import { z } from 'zod';
+
 import { MAX_PAGE_SIZE } from '../limits.js';
 import { userErrors } from '../shared/user-error.js';
 import {
@@ -8,12 +9,12 @@ import {
   GiftPackageDocument,
   ListConversationsDocument,
   LoadConversationDocument,
+  type LoadConversationQuery,
   QuotaDocument,
   RenameConversationDocument,
-  type LoadConversationQuery,
 } from './generated/operations.js';
 import { conversationIdQuery, purchaseBody, renameBody } from './inputs.js';
-import { defineRoute, failed, failureBody, succeeded, type RestRoute } from './route.js';
+import { defineRoute, failed, failureBody, type RestRoute, succeeded } from './route.js';
 
 const message = z.object({ role: z.string(), content: z.string() });
 
@@ -75,7 +76,10 @@ export const legacyRoutes: RestRoute[] = [
         ? failed('message', userErrors.conversationNotFound.message)
         : succeeded({
             message: 'success',
-            data: toLegacy(conversation, conversation.messages.map(({ role, content }) => ({ role, content }))),
+            data: toLegacy(
+              conversation,
+              conversation.messages.map(({ role, content }) => ({ role, content })),
+            ),
           }),
   }),
   defineRoute({

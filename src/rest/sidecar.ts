@@ -1,10 +1,12 @@
 import type { AddressInfo } from 'node:net';
+
 import express, { type Express } from 'express';
+
 import type { SidecarConfig } from '../config.js';
 import { buildSchema } from '../graphql/schema.js';
 import { legacyFailures, noSuchPath } from '../http/failures.js';
 import { healthRoutes } from '../http/health.js';
-import { drainable, listen, Shutdown, type Scheduler } from '../http/lifecycle.js';
+import { drainable, listen, type Scheduler, Shutdown } from '../http/lifecycle.js';
 import { createHttpServer } from '../http/server.js';
 import type { Logger } from '../logger.js';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.js';
@@ -41,7 +43,7 @@ export interface RunningSidecar {
  * The upstream must answer GraphQL before anything listens.
  */
 export async function startSidecar(options: SidecarOptions): Promise<RunningSidecar> {
-  const { config, upstream, timeoutMs, logger } = options;
+  const { config, upstream, timeoutMs } = options;
   await probeUpstream(upstream, timeoutMs);
   const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
   const metrics = createMetrics({ token: config.metricsToken, production: config.production });

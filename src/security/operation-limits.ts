@@ -1,9 +1,18 @@
 import type { ApolloServerOptions, ApolloServerPlugin, BaseContext } from '@apollo/server';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
-import { GraphQLError, parse, specifiedRules, validate, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import {
+  type DocumentNode,
+  GraphQLError,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  parse,
+  specifiedRules,
+  validate,
+} from 'graphql';
+
 import { invalidOperation } from '../errors.js';
 import { MAX_PAGE_SIZE } from '../limits.js';
-import { operationCost, type CostModel } from './operation-cost.js';
+import { type CostModel, operationCost } from './operation-cost.js';
 
 /**
  * Limits on every GraphQL operation, whether it comes to `/graphql` or from the
@@ -71,7 +80,9 @@ export function documentChecker(schema: GraphQLSchema): (text: string) => Docume
       document = parse(text, limits.parseOptions);
     } catch (error) {
       if (!(error instanceof GraphQLError)) throw error;
-      return [new GraphQLError(error.message, { source: error.source, positions: error.positions, extensions: { code: 'GRAPHQL_PARSE_FAILED' } })];
+      return [
+        new GraphQLError(error.message, { source: error.source, positions: error.positions, extensions: { code: 'GRAPHQL_PARSE_FAILED' } }),
+      ];
     }
     const invalid = validate(schema, document, validationRules);
     return invalid.length === 0 ? document : invalid.map(validationFailure);

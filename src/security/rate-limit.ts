@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import ipaddr from 'ipaddr.js';
 import type { Db } from 'mongodb';
 import { BurstyRateLimiter, RateLimiterMemory, RateLimiterMongo, RateLimiterRes } from 'rate-limiter-flexible';
+
 import { callerOf } from '../auth/require-caller.js';
 import { rateLimited } from '../errors.js';
 
@@ -77,7 +78,10 @@ export function addressKey(address: string | undefined): string {
   if (address === undefined || !ipaddr.isValid(address)) return 'unknown';
   const parsed = ipaddr.process(address);
   if (parsed.kind() === 'ipv4') return parsed.toString();
-  return `${(parsed as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16)).join(':')}::/64`;
+  return `${(parsed as ipaddr.IPv6).parts
+    .slice(0, 4)
+    .map((part) => part.toString(16))
+    .join(':')}::/64`;
 }
 
 class Limiter {

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+
 import type { RequestHandler } from 'express';
-import { Kind, parse, type DocumentNode } from 'graphql';
+import { type DocumentNode, Kind, parse } from 'graphql';
+
 import { ConfigError } from '../config.js';
 import { badRequest, persistedQueryNotFound, persistedQueryOnly } from '../errors.js';
 import { isRecord } from '../shared/is-record.js';
@@ -38,7 +40,8 @@ export class TrustedDocuments {
 
   /** Trusts `builtIn` (the REST layer's operations, by their text) and, when given, the documents of `source`. */
   static async load(source: { file: string; only: boolean } | undefined, builtIn: readonly string[]): Promise<TrustedDocuments> {
-    const fromFile = source === undefined ? { texts: [], operationNames: [] } : parseDocumentsFile(source.file, await readDocumentsFile(source.file));
+    const fromFile =
+      source === undefined ? { texts: [], operationNames: [] } : parseDocumentsFile(source.file, await readDocumentsFile(source.file));
     const texts = new Map([...fromFile.texts, ...builtIn.map((text) => [documentIdOf(text), text] as const)]);
     return new TrustedDocuments(texts, source?.only ?? false, fromFile.operationNames);
   }
@@ -137,7 +140,11 @@ export function trustedDocumentsStep(trusted: TrustedDocuments): RequestHandler 
       const [path, search = ''] = request.url.split('?', 2) as [string, string?];
       const parameters = new URLSearchParams(search);
       const extensions = jsonParameter(parameters, 'extensions');
-      const text = trusted.documentFor({ query: onlyParameter(parameters, 'query'), documentId: onlyParameter(parameters, 'documentId'), extensions });
+      const text = trusted.documentFor({
+        query: onlyParameter(parameters, 'query'),
+        documentId: onlyParameter(parameters, 'documentId'),
+        extensions,
+      });
       if (text !== undefined) parameters.set('query', text);
       parameters.delete('documentId');
       if (isRecord(extensions) && 'persistedQuery' in extensions) {
@@ -149,7 +156,6 @@ export function trustedDocumentsStep(trusted: TrustedDocuments): RequestHandler 
     next();
   };
 }
-
 
 /** A GET parameter given at most once, as Apollo Server reads `query`. */
 function onlyParameter(parameters: URLSearchParams, name: string): string | undefined {

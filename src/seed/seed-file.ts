@@ -1,6 +1,8 @@
 import { readFile } from 'node:fs/promises';
+
 import { GRAPHQL_MAX_INT as MAX_ID } from 'graphql';
 import { z } from 'zod';
+
 import type { AccountStore } from '../accounts/account.store.js';
 import { pointsToUnits, UNITS_PER_POINT } from '../accounts/points.js';
 import { API_KEY_PREFIX, hashApiKey } from '../auth/api-key.js';
@@ -18,7 +20,9 @@ export const PROGRESS_EVERY = 2_000;
 /** A missing field is "required"; a field of the wrong type says which type it needs. */
 const typed = (kind: string) => ({ error: (issue: { input: unknown }) => (issue.input === undefined ? 'is required' : `must be ${kind}`) });
 
-const id = z.number(typed('a number')).refine((value) => Number.isInteger(value) && value >= 1 && value <= MAX_ID, `must be an integer from 1 to ${MAX_ID}`);
+const id = z
+  .number(typed('a number'))
+  .refine((value) => Number.isInteger(value) && value >= 1 && value <= MAX_ID, `must be an integer from 1 to ${MAX_ID}`);
 const quota = z
   .number(typed('a number'))
   .refine((value) => value >= 0 && value <= MAX_QUOTA, `must be from 0 to ${MAX_QUOTA}`)
@@ -29,7 +33,14 @@ const userSchema = z.strictObject({
   username: z.string(typed('a string')).refine((name) => name.trim() !== '', 'must not be empty'),
   quota: quota.default(0),
   apiKeys: z
-    .array(z.string(typed('a string')).refine((key) => key.startsWith(API_KEY_PREFIX) && key.length >= 12, `must start with ${API_KEY_PREFIX} and be 12 characters or more`))
+    .array(
+      z
+        .string(typed('a string'))
+        .refine(
+          (key) => key.startsWith(API_KEY_PREFIX) && key.length >= 12,
+          `must start with ${API_KEY_PREFIX} and be 12 characters or more`,
+        ),
+    )
     .default([]),
 });
 
@@ -94,10 +105,16 @@ export class SeedError extends InvalidInput {}
  * (userId, id), and each user's conversation-id sequence moved past the highest id loaded, in
  * batches. Loading the same data again changes nothing.
  */
-export async function loadSeed(target: SeedTarget, data: unknown, options: SeedOptions = {}): Promise<{ users: number; conversations: number }> {
+export async function loadSeed(
+  target: SeedTarget,
+  data: unknown,
+  options: SeedOptions = {},
+): Promise<{ users: number; conversations: number }> {
   const { users, conversations } = await checkSeed(target.accounts.store, data).catch((error: unknown) => {
     const { source } = options;
-    throw error instanceof SeedError && source !== undefined ? new SeedError(error.problems.map((problem) => `${source}: ${problem}`)) : error;
+    throw error instanceof SeedError && source !== undefined
+      ? new SeedError(error.problems.map((problem) => `${source}: ${problem}`))
+      : error;
   });
   const total = users.length + conversations.length;
   const started = performance.now();
@@ -112,8 +129,12 @@ export async function loadSeed(target: SeedTarget, data: unknown, options: SeedO
   };
 
   for (const batch of batches(users)) {
-    await target.accounts.store.upsertUsers(batch.map((user) => ({ id: user.id, username: user.username, balanceUnits: pointsToUnits(user.quota) })));
-    await target.accounts.store.addApiKeys(batch.flatMap((user) => user.apiKeys.map((key) => ({ hash: hashApiKey(key), userId: user.id }))));
+    await target.accounts.store.upsertUsers(
+      batch.map((user) => ({ id: user.id, username: user.username, balanceUnits: pointsToUnits(user.quota) })),
+    );
+    await target.accounts.store.addApiKeys(
+      batch.flatMap((user) => user.apiKeys.map((key) => ({ hash: hashApiKey(key), userId: user.id }))),
+    );
     wrote(batch.length);
   }
   const highestIds = new Map<number, number>();
@@ -148,7 +169,9 @@ async function checkSeed(accounts: AccountStore, data: unknown): Promise<{ users
     const isObject = isRecord(data);
     const found = data === null ? 'null' : Array.isArray(data) ? 'an array' : typeof data;
     throw new SeedError(
-      isObject ? file.error.issues.map(describeIssue('')) : [`(file): must be a JSON object with "users" and "conversations" arrays, not ${found}`],
+      isObject
+        ? file.error.issues.map(describeIssue(''))
+        : [`(file): must be a JSON object with "users" and "conversations" arrays, not ${found}`],
     );
   }
   const problems: string[] = [];
@@ -157,28 +180,52 @@ async function checkSeed(accounts: AccountStore, data: unknown): Promise<{ users
 
   // Keys are compared wherever they are valid, even in entries with other problems, so that
   // every problem is told at once.
-  const listedUsers = file.data.users.map((entry, index) => ({ at: `users[${index}]`, id: field(entry, 'id', id), username: field(entry, 'username', userSchema.shape.username) }));
+  const listedUsers = file.data.users.map((entry, index) => ({
+    at: `users[${index}]`,
+    id: field(entry, 'id', id),
+    username: field(entry, 'username', userSchema.shape.username),
+  }));
   const listedKeys = file.data.users.flatMap((entry, index) => {
     const keys = field(entry, 'apiKeys', z.array(z.unknown()));
     const owner = field(entry, 'id', id);
     return (keys ?? []).flatMap((key, keyIndex) =>
-      typeof key === 'string' && key.startsWith(API_KEY_PREFIX) ? [{ at: `users[${index}].apiKeys[${keyIndex}]`, key: hashApiKey(key), owner }] : [],
+      typeof key === 'string' && key.startsWith(API_KEY_PREFIX)
+        ? [{ at: `users[${index}].apiKeys[${keyIndex}]`, key: hashApiKey(key), owner }]
+        : [],
     );
   });
-  const listedConversations = file.data.conversations.map((entry, index) => ({ at: `conversations[${index}]`, userId: field(entry, 'userId', id), id: field(entry, 'id', id) }));
+  const listedConversations = file.data.conversations.map((entry, index) => ({
+    at: `conversations[${index}]`,
+    userId: field(entry, 'userId', id),
+    id: field(entry, 'id', id),
+  }));
 
   // Duplicates in the file.
-  const listedUserIds = firstOccurrences(listedUsers.filter((user) => user.id !== undefined).map((user) => ({ at: `${user.at}.id`, key: user.id! })), problems, (key) => `user ${key} is listed twice`);
-  firstOccurrences(listedUsers.filter((user) => user.username !== undefined).map((user) => ({ at: `${user.at}.username`, key: user.username! })), problems, (key) => `"${key}" is listed twice`);
+  const listedUserIds = firstOccurrences(
+    listedUsers.filter((user) => user.id !== undefined).map((user) => ({ at: `${user.at}.id`, key: user.id! })),
+    problems,
+    (key) => `user ${key} is listed twice`,
+  );
+  firstOccurrences(
+    listedUsers.filter((user) => user.username !== undefined).map((user) => ({ at: `${user.at}.username`, key: user.username! })),
+    problems,
+    (key) => `"${key}" is listed twice`,
+  );
   firstOccurrences(listedKeys, problems, () => 'this key is listed twice');
   firstOccurrences(
-    listedConversations.filter((entry) => entry.userId !== undefined && entry.id !== undefined).map((entry) => ({ at: entry.at, key: `${entry.id} of user ${entry.userId}` })),
+    listedConversations
+      .filter((entry) => entry.userId !== undefined && entry.id !== undefined)
+      .map((entry) => ({ at: entry.at, key: `${entry.id} of user ${entry.userId}` })),
     problems,
     (key) => `conversation ${key} is listed twice`,
   );
 
   // Against the database: owners, and the unique keys other users hold there.
-  const ownersElsewhere = [...new Set(listedConversations.flatMap((entry) => (entry.userId === undefined || listedUserIds.has(entry.userId) ? [] : [entry.userId])))];
+  const ownersElsewhere = [
+    ...new Set(
+      listedConversations.flatMap((entry) => (entry.userId === undefined || listedUserIds.has(entry.userId) ? [] : [entry.userId])),
+    ),
+  ];
   const [existingOwners, usernameOwners, keyOwners] = await Promise.all([
     accounts.existingUserIds(ownersElsewhere),
     accounts.userIdsByUsername(listedUsers.flatMap((user) => (user.username === undefined ? [] : [user.username]))),

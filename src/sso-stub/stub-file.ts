@@ -1,6 +1,8 @@
 import { readFile } from 'node:fs/promises';
+
 import { z } from 'zod';
-import { stubUserSchema, type SsoStubUser } from './stub-server.js';
+
+import { type SsoStubUser, stubUserSchema } from './stub-server.js';
 
 /**
  * The SSO stub's data file: the provider's users by username, each with a wallet in money units

@@ -1,7 +1,8 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
 import { z } from 'zod';
 
 /**
@@ -110,10 +111,7 @@ interface Account {
   teenager: boolean;
 }
 
-type Reply =
-  | { status: number; json: unknown; headers?: Record<string, string> }
-  | { status: number; text: string }
-  | 'lose-answer';
+type Reply = { status: number; json: unknown; headers?: Record<string, string> } | { status: number; text: string } | 'lose-answer';
 
 type Body = { kind: 'json'; value: unknown } | { kind: 'text'; text: string } | { kind: 'empty' } | { kind: 'too-large' };
 

@@ -1,4 +1,5 @@
 import type { Db, Document, Timestamp } from 'mongodb';
+
 import type { AccountStore } from '../accounts/account.store.js';
 import { unitsToPoints } from '../accounts/points.js';
 import type { Logger } from '../logger.js';
@@ -36,7 +37,15 @@ export function balanceFeed(db: Db, collection: string, logger: Logger, observer
           ],
         },
       },
-      { $project: { operationType: 1, clusterTime: 1, 'fullDocument.id': 1, 'fullDocument.balanceUnits': 1, 'updateDescription.updatedFields.balanceUnits': 1 } },
+      {
+        $project: {
+          operationType: 1,
+          clusterTime: 1,
+          'fullDocument.id': 1,
+          'fullDocument.balanceUnits': 1,
+          'updateDescription.updatedFields.balanceUnits': 1,
+        },
+      },
     ],
     streamOptions: { fullDocument: 'updateLookup' },
     route: routeBalanceChange,
@@ -48,7 +57,10 @@ export function balanceFeed(db: Db, collection: string, logger: Logger, observer
 function routeBalanceChange(change: Document): { owner: number; change: BalanceChange } | null {
   const owner: unknown = change.fullDocument?.id;
   // An update that matched without writing the balance removed it: the balance is 0 then.
-  const units: unknown = change.operationType === 'update' ? (change.updateDescription?.updatedFields?.balanceUnits ?? 0) : (change.fullDocument?.balanceUnits ?? 0);
+  const units: unknown =
+    change.operationType === 'update'
+      ? (change.updateDescription?.updatedFields?.balanceUnits ?? 0)
+      : (change.fullDocument?.balanceUnits ?? 0);
   if (!isUserId(owner) || typeof units !== 'number' || !Number.isFinite(units)) return null;
   return { owner, change: { units, at: change.clusterTime as Timestamp, receivedAt: performance.now() } };
 }
@@ -62,7 +74,11 @@ function routeBalanceChange(change: Document): { owner: number; change: BalanceC
  * reading, and otherwise may or may not be (it committed while the read ran), so the balance
  * is read again. A subscriber that fell behind reads it again too. Equal values are sent once.
  */
-export async function balanceUpdates(feed: ChangeFeed<BalanceChange>, accounts: AccountStore, userId: number): Promise<AsyncIterableIterator<number>> {
+export async function balanceUpdates(
+  feed: ChangeFeed<BalanceChange>,
+  accounts: AccountStore,
+  userId: number,
+): Promise<AsyncIterableIterator<number>> {
   const inbox = new Inbox<BalanceChange>(INBOX_CAPACITY);
   const stopListening = await feed.listen(userId, inbox);
   async function* points(): AsyncGenerator<number> {

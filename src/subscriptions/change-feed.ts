@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MongoServerError, type ChangeStream, type ChangeStreamOptions, type Collection, type Document, type ResumeToken } from 'mongodb';
+
+import { type ChangeStream, type ChangeStreamOptions, type Collection, type Document, MongoServerError, type ResumeToken } from 'mongodb';
+
 import type { Logger } from '../logger.js';
 import { MISSED, type Missed } from './inbox.js';
 
@@ -116,7 +118,11 @@ export class ChangeFeed<Change> {
     let isOpen = false;
     let failures = 0;
     while (isCurrent()) {
-      const stream = collection.watch(pipeline, { ...streamOptions, maxAwaitTimeMS: MAX_AWAIT_MS, ...(token === undefined ? {} : { startAfter: token }) });
+      const stream = collection.watch(pipeline, {
+        ...streamOptions,
+        maxAwaitTimeMS: MAX_AWAIT_MS,
+        ...(token === undefined ? {} : { startAfter: token }),
+      });
       running.stream = stream;
       const markOpen = () => {
         if (isOpen || !isCurrent()) return;
@@ -169,7 +175,10 @@ export class ChangeFeed<Change> {
           this.missedByAll();
         } else {
           if (failures === 0) {
-            logger.warn({ err: error, collection: this.name }, 'change stream interrupted: reopening it from its last change once the database answers');
+            logger.warn(
+              { err: error, collection: this.name },
+              'change stream interrupted: reopening it from its last change once the database answers',
+            );
           }
           await sleep(Math.min(RETRY_DELAY_MS.first * 2 ** failures, RETRY_DELAY_MS.max));
           failures += 1;

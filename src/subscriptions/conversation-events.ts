@@ -1,5 +1,6 @@
 import { GRAPHQL_MAX_INT } from 'graphql';
 import type { Db, Document } from 'mongodb';
+
 import { eventsLost } from '../errors.js';
 import type { ConversationEventKind } from '../graphql/generated/resolvers.js';
 import type { Logger } from '../logger.js';
@@ -65,7 +66,10 @@ function isId(value: unknown, max: number): value is number {
 }
 
 /** A user's conversation changes from now on; ends with EVENTS_LOST when some could not be delivered. */
-export async function conversationChanges(feed: ChangeFeed<ConversationChange>, userId: number): Promise<AsyncIterableIterator<ConversationChange>> {
+export async function conversationChanges(
+  feed: ChangeFeed<ConversationChange>,
+  userId: number,
+): Promise<AsyncIterableIterator<ConversationChange>> {
   const inbox = new Inbox<ConversationChange>(INBOX_CAPACITY);
   const stopListening = await feed.listen(userId, inbox);
   async function* changes(): AsyncGenerator<ConversationChange> {

@@ -1,4 +1,5 @@
 import type { Connection } from 'mongoose';
+
 import type { AccountStore } from '../accounts/account.store.js';
 import type { UserModel } from '../accounts/user.model.js';
 import type { Caller } from '../auth/authenticator.js';
@@ -6,9 +7,9 @@ import type { ConversationModel } from '../conversations/conversation.model.js';
 import type { Logger } from '../logger.js';
 import { balanceFeed } from './balance-updates.js';
 import { conversationFeed, enablePreImages } from './conversation-events.js';
-import { subscriptionMetrics } from './subscription-metrics.js';
 import { subscriptionResolvers } from './subscription.resolvers.js';
-import { SubscriptionService, type Feeds } from './subscription.service.js';
+import { type Feeds, SubscriptionService } from './subscription.service.js';
+import { subscriptionMetrics } from './subscription-metrics.js';
 
 export interface SubscriptionsOptions {
   connection: Connection;
@@ -35,7 +36,11 @@ export async function createSubscriptions({ connection, accounts, models, logger
   const reason = await changeStreamsUnavailable(connection, conversations);
   const feeds: Feeds =
     reason === undefined
-      ? { available: true, balances: balanceFeed(db, users, logger, metrics), conversations: conversationFeed(db, conversations, logger, metrics) }
+      ? {
+          available: true,
+          balances: balanceFeed(db, users, logger, metrics),
+          conversations: conversationFeed(db, conversations, logger, metrics),
+        }
       : { available: false, reason };
   return {
     /** Whether subscriptions are served here, and if not, why. */

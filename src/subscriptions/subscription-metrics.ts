@@ -1,4 +1,5 @@
 import { Counter, Gauge, type Metric } from 'prom-client';
+
 import type { FeedObserver } from './change-feed.js';
 
 /**

@@ -1,8 +1,8 @@
 import type { AccountStore } from '../accounts/account.store.js';
 import { subscriptionsUnavailable } from '../errors.js';
-import { balanceUpdates, type BalanceChange } from './balance-updates.js';
+import { type BalanceChange, balanceUpdates } from './balance-updates.js';
 import type { ChangeFeed } from './change-feed.js';
-import { conversationChanges, type ConversationChange } from './conversation-events.js';
+import { type ConversationChange, conversationChanges } from './conversation-events.js';
 
 /** This process's change feeds, or why there are none. */
 export type Feeds =

@@ -1,23 +1,25 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import { type IncomingMessage, type Server, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
+
 import {
   createSourceEventStream,
-  execute,
-  getOperationAST,
-  GraphQLError,
-  Kind,
   type DocumentNode,
+  execute,
   type ExecutionArgs,
   type ExecutionResult,
+  getOperationAST,
+  GraphQLError,
   type GraphQLFormattedError,
   type GraphQLSchema,
+  Kind,
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
 import { CloseCode, type Context } from 'graphql-ws';
-import { useServer, type Extra } from 'graphql-ws/use/ws';
-import { WebSocketServer, type WebSocket } from 'ws';
+import { type Extra, useServer } from 'graphql-ws/use/ws';
+import { type WebSocket, WebSocketServer } from 'ws';
+
 import type { Authenticator, Caller } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
 import type { CreateContext, RequestContext } from '../context.js';
@@ -148,7 +150,9 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
       websockets.emit('connection', websocket, request);
       // A client's protocol error (a message over the size limit, a bad frame) closes its socket with
       // the right code already (1009, 1002); graphql-ws would also print it to the console as a server fault.
-      websocket.removeAllListeners('error').on('error', (error) => logger.debug({ err: error, address }, 'WebSocket closed for a protocol error'));
+      websocket
+        .removeAllListeners('error')
+        .on('error', (error) => logger.debug({ err: error, address }, 'WebSocket closed for a protocol error'));
       if (closing) websocket.close(GOING_AWAY, 'server stopping');
     });
   }
@@ -240,7 +244,10 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
         state.caller = caller;
         if (caller.acceptedUntil !== undefined) {
           const socket = context.extra.socket;
-          state.cancelExpiry = clock.schedule(() => socket.close(CloseCode.Forbidden, 'Forbidden: credential expired'), caller.acceptedUntil - clock.now());
+          state.cancelExpiry = clock.schedule(
+            () => socket.close(CloseCode.Forbidden, 'Forbidden: credential expired'),
+            caller.acceptedUntil - clock.now(),
+          );
         }
         return true;
       },
@@ -331,7 +338,9 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
 /** The one field a (valid) subscription selects at its root, through fragments if need be. */
 function rootFieldOf(operation: OperationDefinitionNode, document: DocumentNode): string {
   const fragments = new Map(
-    document.definitions.flatMap((definition) => (definition.kind === Kind.FRAGMENT_DEFINITION ? [[definition.name.value, definition] as const] : [])),
+    document.definitions.flatMap((definition) =>
+      definition.kind === Kind.FRAGMENT_DEFINITION ? [[definition.name.value, definition] as const] : [],
+    ),
   );
   const find = (selectionSet: SelectionSetNode): string | undefined => {
     for (const selection of selectionSet.selections) {

@@ -1,5 +1,6 @@
 import { deepStrictEqual, equal, ok } from 'node:assert/strict';
-import { call, type Answer, type Scenario, type ScenarioName, type Target } from './scenarios.js';
+
+import { type Answer, call, type Scenario, type ScenarioName, type Target } from './scenarios.js';
 
 /**
  * Before anything is measured: every scenario answers 200 with the expected
@@ -19,7 +20,10 @@ export async function checkAnswers(all: readonly Scenario[], bases: Record<Targe
   const same = (peer: ScenarioName, gateway: ScenarioName) => {
     const expected = answers.get(gateway)!;
     const answer = answers.get(peer)!;
-    ok(answer.text === expected.text, `${peer} body differs from ${gateway}:\n  gateway: ${expected.text.slice(0, 200)}\n  ${peer}: ${answer.text.slice(0, 200)}`);
+    ok(
+      answer.text === expected.text,
+      `${peer} body differs from ${gateway}:\n  gateway: ${expected.text.slice(0, 200)}\n  ${peer}: ${answer.text.slice(0, 200)}`,
+    );
     equal(answer.contentType, expected.contentType, `${peer} content type differs from ${gateway}`);
   };
   for (const work of ['list', 'load'] as const) {
@@ -49,7 +53,10 @@ export async function checkAnswers(all: readonly Scenario[], bases: Record<Targe
   const page = json('graphql_page_messages');
   equal(page.errors, undefined, `graphql_page_messages failed: ${JSON.stringify(page.errors)}`);
   equal(page.data.conversations.nodes.length, 100);
-  ok(page.data.conversations.nodes.every((node: { messages: unknown[] }) => node.messages.length > 0), 'every conversation has messages');
+  ok(
+    page.data.conversations.nodes.every((node: { messages: unknown[] }) => node.messages.length > 0),
+    'every conversation has messages',
+  );
 
   equal(json('graphql_quota').data.quota, json('rest_quota').quota, 'GraphQL and REST report the same quota');
 }

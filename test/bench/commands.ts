@@ -1,4 +1,5 @@
 import type { CommandStartedEvent } from 'mongodb';
+
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
 import { startService } from '../../src/service.js';

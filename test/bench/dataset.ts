@@ -1,5 +1,5 @@
-import type { ConversationRecord, MessageRecord } from '../../src/conversations/conversation.model.js';
 import type { UserRecord } from '../../src/accounts/user.model.js';
+import type { ConversationRecord, MessageRecord } from '../../src/conversations/conversation.model.js';
 import { seededRandom } from '../support/random.js';
 
 /**
@@ -28,7 +28,6 @@ const KNOWN_CONVERSATION_MESSAGES = 20;
 export type UserDocument = UserRecord & { createdAt: Date; updatedAt: Date };
 export type ConversationDocument = Required<ConversationRecord> & { createdAt: Date; updatedAt: Date };
 
-
 const pick = <T>(next: () => number, items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
 const between = (next: () => number, low: number, high: number): number => low + Math.floor(next() * (high - low + 1));
 
@@ -50,14 +49,63 @@ export function conversationCounts(size: DatasetSize): number[] {
   return [BENCH_USER_CONVERSATIONS, ...counts];
 }
 
-const FIRST_NAMES = ['alice', 'bruno', 'chen', 'dana', 'emre', 'fatima', 'gustav', 'hana', 'ivan', 'jules', 'kofi', 'lena', 'mateo', 'noor', 'olga', 'priya'];
-const LAST_NAMES = ['schmidt', 'silva', 'wang', 'kowalski', 'yilmaz', 'haddad', 'berg', 'sato', 'petrov', 'martin', 'mensah', 'novak', 'garcia', 'khan', 'ivanova', 'patel'];
+const FIRST_NAMES = [
+  'alice',
+  'bruno',
+  'chen',
+  'dana',
+  'emre',
+  'fatima',
+  'gustav',
+  'hana',
+  'ivan',
+  'jules',
+  'kofi',
+  'lena',
+  'mateo',
+  'noor',
+  'olga',
+  'priya',
+];
+const LAST_NAMES = [
+  'schmidt',
+  'silva',
+  'wang',
+  'kowalski',
+  'yilmaz',
+  'haddad',
+  'berg',
+  'sato',
+  'petrov',
+  'martin',
+  'mensah',
+  'novak',
+  'garcia',
+  'khan',
+  'ivanova',
+  'patel',
+];
 const MODELS = ['gpt-4o', 'gpt-4o-mini', 'gpt-4.1', 'gpt-3.5-turbo', 'o3-mini'];
 const PLACES = ['Lisbon', 'Zürich', 'São Paulo', 'Kraków', 'Kyoto', 'Reykjavík', 'Marrakesh', 'Oaxaca', 'Tallinn', 'Hanoi'];
 const TOPICS = [
-  'a flaky CI test', 'React hooks', 'a SQL join', 'Rust lifetimes', 'a cover letter', 'my landlord', 'sourdough bread',
-  'Kubernetes probes', 'a birthday speech', 'tax forms', 'a Python regex', 'the quarterly report', 'marathon training',
-  'a Go channel deadlock', 'TypeScript generics', 'a job interview', 'a wedding toast', 'CSS grid layout',
+  'a flaky CI test',
+  'React hooks',
+  'a SQL join',
+  'Rust lifetimes',
+  'a cover letter',
+  'my landlord',
+  'sourdough bread',
+  'Kubernetes probes',
+  'a birthday speech',
+  'tax forms',
+  'a Python regex',
+  'the quarterly report',
+  'marathon training',
+  'a Go channel deadlock',
+  'TypeScript generics',
+  'a job interview',
+  'a wedding toast',
+  'CSS grid layout',
 ];
 const TITLES: readonly ((next: () => number) => string)[] = [
   (next) => `Trip plan: ${pick(next, PLACES)}`,
@@ -96,7 +144,11 @@ function messages(next: () => number, count: number): MessageRecord[] {
   if (count > 1 && next() < 0.3) out.push({ role: 'system', content: 'You are a helpful assistant. Answer concisely.' });
   while (out.length < count) {
     const user = out.length === 0 || out[out.length - 1]!.role !== 'user';
-    out.push(user ? { role: 'user', content: paragraph(next, between(next, 1, 3)) } : { role: 'assistant', content: paragraph(next, between(next, 2, 8)) });
+    out.push(
+      user
+        ? { role: 'user', content: paragraph(next, between(next, 1, 3)) }
+        : { role: 'assistant', content: paragraph(next, between(next, 2, 8)) },
+    );
   }
   return out;
 }
@@ -134,7 +186,12 @@ export function conversationDocument(userId: number, id: number): ConversationDo
 }
 
 /** The conversations of users `[firstUser, endUser)`, in batches of about `batchSize`. */
-export function* conversationBatches(counts: readonly number[], firstUser: number, endUser: number, batchSize: number): Generator<ConversationDocument[]> {
+export function* conversationBatches(
+  counts: readonly number[],
+  firstUser: number,
+  endUser: number,
+  batchSize: number,
+): Generator<ConversationDocument[]> {
   let batch: ConversationDocument[] = [];
   for (let userId = firstUser; userId < endUser; userId++) {
     const count = counts[userId - 1]!;

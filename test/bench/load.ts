@@ -1,4 +1,5 @@
 import autocannon, { type Result } from 'autocannon';
+
 import type { Scenario } from './scenarios.js';
 
 export const CONNECTIONS = 16;
@@ -40,7 +41,9 @@ export async function drive(base: string, scenario: Scenario, seconds: number): 
     });
   });
   if (result.errors > 0 || result.non2xx > 0) {
-    throw new Error(`${scenario.name}: ${result.errors} errors, ${result.non2xx} non-2xx answers (${JSON.stringify(result.statusCodeStats)})`);
+    throw new Error(
+      `${scenario.name}: ${result.errors} errors, ${result.non2xx} non-2xx answers (${JSON.stringify(result.statusCodeStats)})`,
+    );
   }
   latencies.sort((a, b) => a - b);
   return {

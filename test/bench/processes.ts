@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -33,11 +33,7 @@ export async function freePort(): Promise<number> {
  * Starts `node ARGS…` in the project root. Node flags (e.g. `--cpu-prof`) can be
  * given in `nodeOptions`; the child's output is kept, not shown.
  */
-export function startNode(
-  name: string,
-  args: string[],
-  options: { env?: Record<string, string>; nodeOptions?: string[] } = {},
-): Child {
+export function startNode(name: string, args: string[], options: { env?: Record<string, string>; nodeOptions?: string[] } = {}): Child {
   const child = spawn(process.execPath, [...(options.nodeOptions ?? []), ...args], {
     cwd: ROOT,
     env: { ...process.env, ...options.env },

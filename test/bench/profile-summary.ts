@@ -97,10 +97,16 @@ function inclusive(): [string, number][] {
       sums.set(key, (sums.get(key) ?? 0) + micros);
     }
   }
-  return [...sums].filter(([key]) => !key.startsWith('(root)')).sort((a, b) => b[1] - a[1]).slice(0, top);
+  return [...sums]
+    .filter(([key]) => !key.startsWith('(root)'))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top);
 }
 
 process.stdout.write(`${file}: ${(total / 1e6).toFixed(2)} s busy (shares below are of that), ${(idleMicros / 1e6).toFixed(2)} s idle\n`);
-print('self time by package or file', tally(({ callFrame }) => placeOf(callFrame.url, callFrame.functionName)));
+print(
+  'self time by package or file',
+  tally(({ callFrame }) => placeOf(callFrame.url, callFrame.functionName)),
+);
 print('self time by function', tally(functionKey));
 print('total time by function (self and callees)', inclusive());

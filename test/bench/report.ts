@@ -113,7 +113,8 @@ export function formatReport(report: Report): string {
   });
   const header = ['scenario', 'req/s', 'spread', 'p50 ms', 'p99 ms', 'cpu µs/req', 'cpu x baseline', 'cpu x floor', 'db µs/req', 'db cmds'];
   const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
-  const line = (cells: string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
 
   const { machine, memory } = report;
   return [
@@ -144,20 +145,33 @@ function reachOfApolloGoal(ratios: Record<string, number>): string[] {
     const floor = ratios[`cpu_floor_vs_apollo_${work}`] ?? Number.NaN;
     const expressFloor = ratios[`cpu_express_floor_vs_apollo_${work}`] ?? Number.NaN;
     if (!Number.isFinite(floor) && !Number.isFinite(expressFloor)) return [];
-    return [`  ${work}: floor ${fixed(floor, 2)}, Express floor ${fixed(expressFloor, 2)}${expressFloor > 0.5 ? ' (the 0.5 goal is below the Express floor)' : ''}`];
+    return [
+      `  ${work}: floor ${fixed(floor, 2)}, Express floor ${fixed(expressFloor, 2)}${expressFloor > 0.5 ? ' (the 0.5 goal is below the Express floor)' : ''}`,
+    ];
   });
-  return lines.length > 0 ? ['', 'CPU/request against Apollo defaults of the floors, the least a server on each stack spends:', ...lines] : [];
+  return lines.length > 0
+    ? ['', 'CPU/request against Apollo defaults of the floors, the least a server on each stack spends:', ...lines]
+    : [];
 }
 
 /** The `--json` file: the issue's shape (`scenarios` and `ratios`), plus the rest of the report. */
 export function jsonReport(report: Report): unknown {
   const scenarios = Object.fromEntries(
-    Object.entries(report.scenarios).map(([name, s]) => [name, { rps: round(s.rps, 1), p50_ms: round(s.p50_ms, 3), p99_ms: round(s.p99_ms, 3) }]),
+    Object.entries(report.scenarios).map(([name, s]) => [
+      name,
+      { rps: round(s.rps, 1), p50_ms: round(s.p50_ms, 3), p99_ms: round(s.p99_ms, 3) },
+    ]),
   );
   const spread = Object.fromEntries(
     Object.entries(report.scenarios).map(([name, s]) => [
       name,
-      { rps_min: round(s.rps_min, 1), rps_max: round(s.rps_max, 1), rounds: s.rounds, server_cpu_us: round(s.server_cpu_us ?? Number.NaN, 0), db_cpu_us: round(s.db_cpu_us ?? Number.NaN, 0) },
+      {
+        rps_min: round(s.rps_min, 1),
+        rps_max: round(s.rps_max, 1),
+        rounds: s.rounds,
+        server_cpu_us: round(s.server_cpu_us ?? Number.NaN, 0),
+        db_cpu_us: round(s.db_cpu_us ?? Number.NaN, 0),
+      },
     ]),
   );
   const ratios = Object.fromEntries(Object.entries(report.ratios).map(([name, value]) => [name, round(value, 3)]));

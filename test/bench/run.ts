@@ -3,16 +3,18 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+
 import { MongoClient } from 'mongodb';
+
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { withDatabaseName } from '../../src/db/uri.js';
 import { checkAnswers } from './checks.js';
 import { commandsPerRequest } from './commands.js';
 import { BENCH_USER_ID, conversationCounts, FULL_DATASET, QUICK_DATASET } from './dataset.js';
 import { drive, median, type Sample } from './load.js';
-import { freePort, ROOT, startNode, waitForHttp, waitForOutput, type Child } from './processes.js';
-import { formatReport, jsonReport, ratiosOf, targetsOf, type Report, type ScenarioSummary } from './report.js';
-import { scenarios, SCENARIO_NAMES, type Scenario, type Target } from './scenarios.js';
+import { type Child, freePort, ROOT, startNode, waitForHttp, waitForOutput } from './processes.js';
+import { formatReport, jsonReport, ratiosOf, type Report, type ScenarioSummary, targetsOf } from './report.js';
+import { type Scenario, SCENARIO_NAMES, scenarios, type Target } from './scenarios.js';
 import { seedUsers, smallUserCount } from './seed.js';
 import { formatSubscriptionReport, measureSubscriptions, type SubscriptionReport } from './subscriptions.js';
 
@@ -103,7 +105,8 @@ async function main(): Promise<void> {
     }
     const jwtSecret = randomBytes(24).toString('base64url');
     /** With `--profile`, each server process writes its profiles to `.bench/profiles/<name>/` (tsx's loader thread writes one too). */
-    const profileOptions = (name: string): string[] => (args.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(BENCH_DIRECTORY, 'profiles', name)}`] : []);
+    const profileOptions = (name: string): string[] =>
+      args.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(BENCH_DIRECTORY, 'profiles', name)}`] : [];
     const gatewayPort = await freePort();
     const gateway = startNode('gateway', ['dist/main.js'], {
       env: {
@@ -147,10 +150,14 @@ async function main(): Promise<void> {
     // The peers, each in its own process on the same database and data.
     const peers = (['baseline', 'floor', 'express_floor', 'apollo'] as const).map((name) =>
       // `--secret=…` in one argument: a random secret may begin with '-', which would read as an option.
-      startNode(name, [`test/bench/servers/${name.replaceAll('_', '-')}.ts`, '--port', port(bases[name]), '--uri', uri!, `--secret=${jwtSecret}`], {
-        env: { NODE_ENV: 'production' },
-        nodeOptions: ['--import', 'tsx', ...profileOptions(name)],
-      }),
+      startNode(
+        name,
+        [`test/bench/servers/${name.replaceAll('_', '-')}.ts`, '--port', port(bases[name]), '--uri', uri!, `--secret=${jwtSecret}`],
+        {
+          env: { NODE_ENV: 'production' },
+          nodeOptions: ['--import', 'tsx', ...profileOptions(name)],
+        },
+      ),
     );
     children.push(...peers);
     await Promise.all(peers.map((peer) => waitForOutput(peer, /listening/)));
@@ -177,7 +184,10 @@ async function main(): Promise<void> {
     const summaries: Record<string, ScenarioSummary> = {};
     if (restList) {
       // Every gateway path warmed up first, so that this side of the ratio does not run colder code.
-      await warmUp(all.filter((scenario) => scenario.target === 'gateway'), bases);
+      await warmUp(
+        all.filter((scenario) => scenario.target === 'gateway'),
+        bases,
+      );
       log(`rest_list on the 1% data set: ${rounds} × ${seconds} s`);
       const samples: Sample[] = [];
       for (let round = 0; round < rounds; round++) samples.push(await measure(restList, seconds));
@@ -205,7 +215,11 @@ async function main(): Promise<void> {
 
     // 4. Memory: RSS at the start and at the end of a stretch of mixed full load on the gateway.
     log(`soak: ${SOAK_WARM_UP_SECONDS} s of warm-up, then ${soakSeconds} s of mixed load on the gateway`);
-    const soaked = await soak(gateway, bases.gateway, all.filter((scenario) => scenario.target === 'gateway'));
+    const soaked = await soak(
+      gateway,
+      bases.gateway,
+      all.filter((scenario) => scenario.target === 'gateway'),
+    );
     clearInterval(sampler);
 
     const partial: Omit<Report, 'targets'> = {

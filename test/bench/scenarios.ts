@@ -1,4 +1,5 @@
 import { print } from 'graphql';
+
 import { ListConversationsDocument, LoadConversationDocument, QuotaDocument } from '../../src/rest/generated/operations.js';
 import { KNOWN_CONVERSATION_ID } from './dataset.js';
 

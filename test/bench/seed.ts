@@ -1,5 +1,6 @@
 import type { Db } from 'mongodb';
-import { conversationBatches, userDocument, type DatasetSize } from './dataset.js';
+
+import { conversationBatches, type DatasetSize, userDocument } from './dataset.js';
 
 const BATCH_SIZE = 2_000;
 /** Batches in flight at once: enough to keep generation and insertion overlapping. */

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import { MongoClient } from 'mongodb';
+
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
-import { connectAs, type Operation, type TestSocket } from '../support/websocket.js';
 import { sample } from '../support/metrics.js';
-import { freePort, startNode, waitForHttp, type Child } from './processes.js';
+import { connectAs, type Operation, type TestSocket } from '../support/websocket.js';
+import { type Child, freePort, startNode, waitForHttp } from './processes.js';
 
 /**
  * The subscriptions scenario: a gateway of its own (caps raised: every socket comes from this
@@ -18,7 +20,10 @@ import { freePort, startNode, waitForHttp, type Child } from './processes.js';
  */
 export interface SubscriptionReport {
   idle: { sockets: number; rss_mb_before: number; rss_mb_after: number; rss_kb_per_socket: number; heap_kb_per_socket: number };
-  latency: Record<'one_user' | 'many_users', { subscribers: number; writes: number; events: number; p50_ms: number; p99_ms: number; max_ms: number }>;
+  latency: Record<
+    'one_user' | 'many_users',
+    { subscribers: number; writes: number; events: number; p50_ms: number; p99_ms: number; max_ms: number }
+  >;
 }
 
 const USERS = 1_000;
@@ -27,7 +32,10 @@ const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 /** Sockets opened at once while connecting thousands. */
 const OPENING_IN_PARALLEL = 100;
 
-export async function measureSubscriptions(databaseUri: string, options: { idleSockets: number; writes: number; log(message: string): void }): Promise<SubscriptionReport> {
+export async function measureSubscriptions(
+  databaseUri: string,
+  options: { idleSockets: number; writes: number; log(message: string): void },
+): Promise<SubscriptionReport> {
   const { log } = options;
   const jwtSecret = randomBytes(24).toString('base64url');
   const client = await MongoClient.connect(databaseUri);
@@ -94,7 +102,12 @@ export async function measureSubscriptions(databaseUri: string, options: { idleS
     };
 
     // Latency: each write waits for its events before the next one.
-    const measure = async (subscribers: Operation[], writes: number, userOfWrite: (write: number) => number, readersOf: (user: number) => Operation[]) => {
+    const measure = async (
+      subscribers: Operation[],
+      writes: number,
+      userOfWrite: (write: number) => number,
+      readersOf: (user: number) => Operation[],
+    ) => {
       for (const subscriber of subscribers) await subscriber.next(30_000);
       const delays: number[] = [];
       for (let write = 0; write < writes; write++) {
@@ -110,13 +123,23 @@ export async function measureSubscriptions(databaseUri: string, options: { idleS
     log(`latency: ${SUBSCRIBERS} subscribers of one user, ${options.writes} writes`);
     const ofOne = await open(SUBSCRIBERS, () => 1, 'subscription { quota }');
     await untilRunning(base, SUBSCRIBERS);
-    const oneUser = await measure(ofOne, options.writes, () => 1, () => ofOne);
+    const oneUser = await measure(
+      ofOne,
+      options.writes,
+      () => 1,
+      () => ofOne,
+    );
     await closeAll();
 
     log(`latency: ${SUBSCRIBERS} subscribers of ${USERS} users, ${USERS} writes`);
     const ofMany = await open(SUBSCRIBERS, (index) => index + 1, 'subscription { quota }');
     await untilRunning(base, SUBSCRIBERS);
-    const manyUsers = await measure(ofMany, USERS, (write) => write + 1, (user) => [ofMany[user - 1]!]);
+    const manyUsers = await measure(
+      ofMany,
+      USERS,
+      (write) => write + 1,
+      (user) => [ofMany[user - 1]!],
+    );
     await closeAll();
 
     return { idle, latency: { one_user: oneUser, many_users: manyUsers } };

@@ -1,22 +1,24 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import { afterAll, describe, expect, it } from 'vitest';
+
 import { createAccounts } from '../../src/accounts/index.js';
-import type { UserModel } from '../../src/accounts/user.model.js';
 import { pointsToUnits } from '../../src/accounts/points.js';
+import type { UserModel } from '../../src/accounts/user.model.js';
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
-import { GIFT_POINTS, GIFTS, type Gift } from '../../src/billing/gift.js';
-import { giftGrantModel, type GiftGrantModel } from '../../src/billing/gift-grant.model.js';
-import { purchaseModel, type PurchaseModel, type PurchaseRecord } from '../../src/billing/purchase.model.js';
+import { type Gift, GIFT_POINTS, GIFTS } from '../../src/billing/gift.js';
+import { type GiftGrantModel, giftGrantModel } from '../../src/billing/gift-grant.model.js';
+import { type PurchaseModel, purchaseModel, type PurchaseRecord } from '../../src/billing/purchase.model.js';
 import { createConversations } from '../../src/conversations/index.js';
 import { connectDatabase } from '../../src/db/database.js';
 import { withDatabaseName } from '../../src/db/uri.js';
 import { createLogger } from '../../src/logger.js';
 import { loadSeed } from '../../src/seed/seed-file.js';
-import { startSsoStub, type SsoStub, type SsoStubFaults } from '../../src/sso-stub/stub-server.js';
+import { type SsoStub, type SsoStubFaults, startSsoStub } from '../../src/sso-stub/stub-server.js';
 import { runCommand } from '../support/command.js';
-import { startEmbeddedDbProcess, type EmbeddedDbProcess } from '../support/embedded-db-process.js';
+import { type EmbeddedDbProcess, startEmbeddedDbProcess } from '../support/embedded-db-process.js';
 import { TEST_JWT_SECRET } from '../support/gateway.js';
-import { spawnNode, type NodeProcess } from '../support/node-process.js';
+import { type NodeProcess, spawnNode } from '../support/node-process.js';
 import { seededRandom } from '../support/random.js';
 import { eventually, NOT_CONFIRMED, NOT_ENOUGH_MONEY, officialProcessEnvironment, SSO_SECRET, SUCCESS } from './official.js';
 
@@ -32,8 +34,7 @@ import { eventually, NOT_CONFIRMED, NOT_ENOUGH_MONEY, officialProcessEnvironment
  * of real processes do not).
  */
 const DEFAULT_SEED = 101;
-const SEED =
-  process.env.CHAOS_SEED === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.CHAOS_SEED ?? DEFAULT_SEED);
+const SEED = process.env.CHAOS_SEED === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(process.env.CHAOS_SEED ?? DEFAULT_SEED);
 const TRAFFIC_MS = 30_000;
 /** No stall starts later than this before the end of the traffic, so that healing stays short. */
 const LAST_STALL_BEFORE_END_MS = 12_000;
@@ -161,7 +162,10 @@ describe('purchases under chaos', () => {
           `  set-up ${seconds(trafficStarts - started)} s, traffic ${seconds(trafficDone - trafficStarts)} s, ` +
             `healed after ${seconds(healed - trafficDone)} s, total ${seconds(performance.now() - started)} s`,
           '  npm run purchases -- --pending during the first stall:',
-          ...tally.pendingDuringStall.trimEnd().split('\n').map((line) => `    ${line}`),
+          ...tally.pendingDuringStall
+            .trimEnd()
+            .split('\n')
+            .map((line) => `    ${line}`),
         ].join('\n'),
       );
     } catch (error) {
@@ -398,7 +402,9 @@ async function verify(world: World, tally: Tally): Promise<string[]> {
   expect(open.filter((purchase) => stub.paymentState(purchase.orderId) !== 'unknown')).toEqual([]);
   const credited = all.filter((purchase) => purchase.state === 'credited');
   const charged = new Map(charges.map((charge) => [charge.order, charge]));
-  expect(credited.map((purchase) => purchase.orderId).toSorted(), 'credited orders are the charged ones').toEqual([...charged.keys()].toSorted());
+  expect(credited.map((purchase) => purchase.orderId).toSorted(), 'credited orders are the charged ones').toEqual(
+    [...charged.keys()].toSorted(),
+  );
   for (const purchase of credited) {
     const { user, amount } = charged.get(purchase.orderId)!;
     expect({ user, amount }).toEqual({ user: purchase.username, amount: purchase.amount });
@@ -438,10 +444,15 @@ async function verify(world: World, tally: Tally): Promise<string[]> {
     const awaiting = open.filter((purchase) => purchase.userId === person.id).map((purchase) => purchase.orderId);
     const listed = user?.pendingOrders ?? [];
     const odd = all.filter((purchase) => awaiting.includes(purchase.orderId) !== listed.includes(purchase.orderId));
-    expect(listed.toSorted(), `orders awaiting credit for ${person.username}; odd ones: ${JSON.stringify(odd)}`).toEqual(awaiting.toSorted());
+    expect(listed.toSorted(), `orders awaiting credit for ${person.username}; odd ones: ${JSON.stringify(odd)}`).toEqual(
+      awaiting.toSorted(),
+    );
     for (const gift of gifts) expect(person.everQualified.has(gift), `${gift} for ${person.username}`).toBe(true);
     expect(
-      grants.filter((grant) => grant.userId === person.id).map((grant) => [grant.gift, grant.credited]).toSorted(),
+      grants
+        .filter((grant) => grant.userId === person.id)
+        .map((grant) => [grant.gift, grant.credited])
+        .toSorted(),
       `gift claims of ${person.username}`,
     ).toEqual(gifts.map((gift) => [gift, true]).toSorted());
   }

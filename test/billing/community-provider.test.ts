@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import type { SsoStub } from '../../src/sso-stub/stub-server.js';
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { buy, quotaOf, rest, SSO_SECRET, startStub } from './official.js';

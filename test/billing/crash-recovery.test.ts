@@ -1,10 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { withDatabaseName } from '../../src/db/uri.js';
 import type { SsoStub } from '../../src/sso-stub/stub-server.js';
@@ -21,7 +23,10 @@ const children = new Set<ChildProcess>();
 
 /** Starts `node dist/<script>` and waits for output (stdout or stderr) matching `ready`; its first group is the address. */
 async function run(script: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<Running> {
-  const child = spawn(process.execPath, [script, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [script, ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.add(child);
   child.once('exit', () => children.delete(child));
   let output = '';
@@ -117,9 +122,12 @@ describe('a gateway killed between charge and credit', () => {
       expect(await quotaOf(restarted, token)).toBe(252.5);
       expect(stub.wallet('quinn')).toBe(25);
       expect(stub.paidOrders()).toHaveLength(1);
-      expect(await connection.collection('purchases').find({}, { projection: { _id: 0, state: 1 } }).toArray()).toEqual([
-        { state: 'credited' },
-      ]);
+      expect(
+        await connection
+          .collection('purchases')
+          .find({}, { projection: { _id: 0, state: 1 } })
+          .toArray(),
+      ).toEqual([{ state: 'credited' }]);
       expect(await connection.collection('users').findOne({ id: 1 })).toMatchObject({ balanceUnits: 2_525_000, pendingOrders: [] });
       await kill(after.child, 'SIGTERM');
       expect(after.child.exitCode).toBe(0);

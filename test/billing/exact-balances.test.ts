@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import type { SsoStub } from '../../src/sso-stub/stub-server.js';
 import type { TestGateway } from '../support/gateway.js';
+import { seededRandom } from '../support/random.js';
 import {
   buy,
   eventually,
-  NOT_ENOUGH_MONEY,
   NOT_CONFIRMED,
+  NOT_ENOUGH_MONEY,
   quotaOf,
   rest,
   startOfficialGateway,
@@ -13,7 +15,6 @@ import {
   SUCCESS,
   withConcurrency,
 } from './official.js';
-import { seededRandom } from '../support/random.js';
 
 const BUYS = 1_500;
 const CONCURRENCY = 25;
@@ -30,7 +31,6 @@ afterAll(async () => {
   await gateway?.stop();
   await stub?.close();
 });
-
 
 describe('balances after thousands of operations', () => {
   it(`stay exact to 4 decimals, and agree with the wallets, after ${BUYS} buys of assorted sizes by several users`, async () => {

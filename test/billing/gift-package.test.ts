@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+
 import type { SsoStub } from '../../src/sso-stub/stub-server.js';
 import { graphql, type TestGateway } from '../support/gateway.js';
 import { callsTo, quotaOf, rest, startOfficialGateway, startStub, userRecord } from './official.js';
@@ -72,17 +73,13 @@ describe('the gift package on the official deployment', () => {
       Array.from({ length: 25 }, (_, index) =>
         index % 2 === 0
           ? rest(gateway, token(3), '/package').then((answer) => answer.text)
-          : graphql(gateway, '{ giftPackage { cert teenager } }', { authorization: token(3) }).then(({ body }) =>
-              JSON.stringify(body),
-            ),
+          : graphql(gateway, '{ giftPackage { cert teenager } }', { authorization: token(3) }).then(({ body }) => JSON.stringify(body)),
       ),
     );
 
     for (const [index, text] of answers.entries()) {
       expect(text).toBe(
-        index % 2 === 0
-          ? '{"status":true,"data":{"cert":true,"teenager":true}}'
-          : '{"data":{"giftPackage":{"cert":true,"teenager":true}}}',
+        index % 2 === 0 ? '{"status":true,"data":{"cert":true,"teenager":true}}' : '{"data":{"giftPackage":{"cert":true,"teenager":true}}}',
       );
     }
     expect(await quotaOf(gateway, token(3))).toBe(200.0001);

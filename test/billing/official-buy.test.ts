@@ -1,12 +1,13 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+
 import type { SsoStub } from '../../src/sso-stub/stub-server.js';
 import { graphql, type TestGateway } from '../support/gateway.js';
 import {
   buy,
   callsTo,
   eventually,
-  NOT_ENOUGH_MONEY,
   NOT_CONFIRMED,
+  NOT_ENOUGH_MONEY,
   purchasesOf,
   QUICK_SSO,
   quotaOf,
@@ -108,8 +109,21 @@ describe('buying points on the official deployment', () => {
 
   it('refuses every bad quota without calling the provider or changing anything', async () => {
     const callsBefore = stub.calls.length;
-    const bodies = ['{}', '', 'not json', '{"quota":"100"}', '{"quota":1.5}', '{"quota":null}', '{"quota":[100]}',
-      '{"quota":{"$gt":0}}', '{"quota":0}', '{"quota":-5}', '{"quota":100000}', '{"quota":1e12}', '[{"quota":1}]'];
+    const bodies = [
+      '{}',
+      '',
+      'not json',
+      '{"quota":"100"}',
+      '{"quota":1.5}',
+      '{"quota":null}',
+      '{"quota":[100]}',
+      '{"quota":{"$gt":0}}',
+      '{"quota":0}',
+      '{"quota":-5}',
+      '{"quota":100000}',
+      '{"quota":1e12}',
+      '[{"quota":1}]',
+    ];
     for (const body of bodies) {
       const answer = await rest(gateway, token(3), '/buy', body);
       expect(answer.status).toBe(200);

@@ -1,9 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { PurchaseRecord } from '../../src/billing/purchase.model.js';
+
 import type { UserRecord } from '../../src/accounts/user.model.js';
-import { startSsoStub, type SsoStub, type SsoStubUser } from '../../src/sso-stub/stub-server.js';
+import type { PurchaseRecord } from '../../src/billing/purchase.model.js';
 import type { Logger } from '../../src/logger.js';
 import type { ServiceOptions } from '../../src/service.js';
+import { type SsoStub, type SsoStubUser, startSsoStub } from '../../src/sso-stub/stub-server.js';
 import { startTestGateway, TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
 
 /** Helpers shared by the official-deployment tests: a real stub provider and the real gateway, over HTTP. */
@@ -37,7 +38,11 @@ export function officialEnvironment(stub: SsoStub, environment: Record<string, s
 }
 
 /** The same for a gateway process (`dist/main.js`) on `databaseUri`, logging warnings and errors on stdout. */
-export function officialProcessEnvironment(stub: SsoStub, databaseUri: string, environment: Record<string, string> = {}): Record<string, string> {
+export function officialProcessEnvironment(
+  stub: SsoStub,
+  databaseUri: string,
+  environment: Record<string, string> = {},
+): Record<string, string> {
   return {
     MONGODB_URI: databaseUri,
     JWT_SECRET: TEST_JWT_SECRET,
@@ -63,12 +68,7 @@ export interface RestAnswer {
 }
 
 /** One legacy REST call with a bare token, as the legacy web client sends it. */
-export async function rest(
-  base: { url: string },
-  token: string,
-  path: '/quota' | '/buy' | '/package',
-  body?: string,
-): Promise<RestAnswer> {
+export async function rest(base: { url: string }, token: string, path: '/quota' | '/buy' | '/package', body?: string): Promise<RestAnswer> {
   const response = await fetch(`${base.url}${path}`, {
     method: path === '/buy' ? 'POST' : 'GET',
     headers: { authorization: token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import type { SsoStub } from '../../src/sso-stub/stub-server.js';
 import { ManualClock } from '../support/clock.js';
 import { runCommand } from '../support/command.js';

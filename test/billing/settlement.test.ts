@@ -1,6 +1,7 @@
 import mongoose from 'mongoose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { signAccessToken, secretKey } from '../../src/auth/access-token.js';
+
+import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { loadConfig } from '../../src/config.js';
 import { loadSeed } from '../../src/seed/seed-file.js';
 import { startService } from '../../src/service.js';
@@ -93,10 +94,7 @@ describe('the settlement sweep', () => {
       { orderId: purchase!.orderId },
       { $set: { state: 'crediting', nextCheckAt: new Date(clock.now()) }, $unset: { closedAt: 1 } },
     );
-    await gateway.models.users.updateOne(
-      { id: 1 },
-      { $set: { balanceUnits: 5_000 }, $addToSet: { pendingOrders: purchase!.orderId } },
-    );
+    await gateway.models.users.updateOne({ id: 1 }, { $set: { balanceUnits: 5_000 }, $addToSet: { pendingOrders: purchase!.orderId } });
     await Promise.all([clock.advance(0), quotaOf(gateway, token), quotaOf(gateway, token)]);
 
     expect((await purchasesOf(gateway, 1))[0]?.state).toBe('credited');

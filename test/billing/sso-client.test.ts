@@ -1,9 +1,11 @@
-import { createServer, type Server } from 'node:http';
 import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createSsoClient, SsoUnavailableError, type SsoClient } from '../../src/billing/sso-client.js';
-import { startSsoStub, type SsoStub } from '../../src/sso-stub/stub-server.js';
+
+import { createSsoClient, type SsoClient, SsoUnavailableError } from '../../src/billing/sso-client.js';
+import { type SsoStub, startSsoStub } from '../../src/sso-stub/stub-server.js';
 import { captureLog } from '../support/captured-log.js';
 
 const SECRET = 'stub-secret-0123456789';
@@ -162,7 +164,9 @@ describe('an unavailable provider', () => {
   it('reports its whole call window: every attempt’s timeout plus the pauses between them', async () => {
     expect(createSsoClient({ url: stub.url, secret: SECRET }).callWindowMs).toBe(3 * 3000 + 100 + 300);
     expect(createSsoClient({ url: stub.url, secret: SECRET, timeoutMs: 200, attempts: 2 }).callWindowMs).toBe(2 * 200 + 100);
-    expect(createSsoClient({ url: stub.url, secret: SECRET, timeoutMs: 50, attempts: 5 }).callWindowMs).toBe(5 * 50 + 100 + 300 + 900 + 900);
+    expect(createSsoClient({ url: stub.url, secret: SECRET, timeoutMs: 50, attempts: 5 }).callWindowMs).toBe(
+      5 * 50 + 100 + 300 + 900 + 900,
+    );
 
     stub.setFaults({ delayMs: 5000 });
     const impatient = createSsoClient({ url: stub.url, secret: SECRET, timeoutMs: 150, attempts: 3 });
@@ -291,10 +295,19 @@ describe('failed calls', () => {
     await sso.pay({ user: 'alice', order: 'order-fine', amount: 1 });
 
     const failed = 'an SSO provider call failed';
-    const logged = log.lines().map(({ level, call, orderId, status, timeoutMs, reason, msg }) => ({ level, call, orderId, status, timeoutMs, reason, msg }));
+    const logged = log
+      .lines()
+      .map(({ level, call, orderId, status, timeoutMs, reason, msg }) => ({ level, call, orderId, status, timeoutMs, reason, msg }));
     expect(logged).toEqual([
       { level: 40, call: 'POST /app/payment', orderId: 'order-down', status: 503, reason: 'answered HTTP 503 (2 attempts)', msg: failed },
-      { level: 40, call: 'POST /app/payment/status', orderId: 'order-slow', timeoutMs: 150, reason: 'did not answer within 150 ms (2 attempts)', msg: failed },
+      {
+        level: 40,
+        call: 'POST /app/payment/status',
+        orderId: 'order-slow',
+        timeoutMs: 150,
+        reason: 'did not answer within 150 ms (2 attempts)',
+        msg: failed,
+      },
       { level: 40, call: 'POST /app/cert', reason: 'answered something that is not JSON', msg: failed },
     ]);
     expect(log.text()).not.toContain(SECRET);

@@ -1,13 +1,15 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, writeFile } from 'node:fs/promises';
-import { createServer, type AddressInfo } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
 import { readStubFile } from '../../src/sso-stub/stub-file.js';
-import { startSsoStub, type SsoStub } from '../../src/sso-stub/stub-server.js';
+import { type SsoStub, startSsoStub } from '../../src/sso-stub/stub-server.js';
 import { eventually } from './official.js';
 
 const SECRET = 'stub-secret';

@@ -1,16 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/logger.js';
-import { startService, type RunningService } from '../../src/service.js';
+import { type RunningService, startService } from '../../src/service.js';
 import type { SsoStub } from '../../src/sso-stub/stub-server.js';
 import { ManualClock } from '../support/clock.js';
 import { TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
 import {
   buy,
   callsTo,
+  NOT_CONFIRMED,
   NOT_ENOUGH_MONEY,
   officialEnvironment,
-  NOT_CONFIRMED,
   purchasesOf,
   quotaOf,
   rest,

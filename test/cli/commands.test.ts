@@ -1,7 +1,9 @@
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import { beforeAll, describe, expect, it } from 'vitest';
+
 import { secretKey, verifyAccessToken } from '../../src/auth/access-token.js';
 import { EXAMPLE_JWT_SECRET } from '../../src/config.js';
 import { runNode } from '../support/node-process.js';
@@ -49,7 +51,11 @@ describe.each(Object.entries(COMMANDS))('%s', (name, script) => {
 describe('npm run token', () => {
   it('prints a token for the user, signed with JWT_SECRET, reading no other variable', async () => {
     // A gateway would refuse this environment (official without SSO_URL); the token command does not read it.
-    const { code, stdout, stderr } = await runNode('dist/cli/token.js', ['--user', '42'], { JWT_SECRET: SECRET, DEPLOYMENT: 'official', PORT: 'eighty' });
+    const { code, stdout, stderr } = await runNode('dist/cli/token.js', ['--user', '42'], {
+      JWT_SECRET: SECRET,
+      DEPLOYMENT: 'official',
+      PORT: 'eighty',
+    });
     expect(stderr).toBe('');
     expect(code).toBe(0);
     expect((await verifyAccessToken(secretKey(SECRET), stdout.trim()))?.userId).toBe(42);
@@ -101,7 +107,9 @@ describe('npm run embedded-db', () => {
     const { code, stdout, stderr } = await runNode('dist/cli/embedded-db.js', []);
     expect(code).toBe(2);
     expect(stdout).toBe('');
-    expect(expectProblemLines(stderr, 'embedded-mongodb')).toEqual(['embedded-mongodb: --port is required, e.g. --port 27017 (see --help)']);
+    expect(expectProblemLines(stderr, 'embedded-mongodb')).toEqual([
+      'embedded-mongodb: --port is required, e.g. --port 27017 (see --help)',
+    ]);
   });
 });
 
@@ -126,7 +134,10 @@ describe('configuration', () => {
   });
 
   it('refuses the example JWT secret with a lasting database', async () => {
-    const { code, stderr } = await runNode('dist/main.js', [], { MONGODB_URI: 'mongodb://127.0.0.1:1/chat', JWT_SECRET: EXAMPLE_JWT_SECRET });
+    const { code, stderr } = await runNode('dist/main.js', [], {
+      MONGODB_URI: 'mongodb://127.0.0.1:1/chat',
+      JWT_SECRET: EXAMPLE_JWT_SECRET,
+    });
     expect(code).toBe(2);
     expect(expectProblemLines(stderr, 'chat-gateway')).toEqual([
       'chat-gateway: JWT_SECRET is the example value from .env.example: choose your own secret for a lasting database or production',

@@ -1,8 +1,10 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MongoClient, type Db } from 'mongodb';
+
+import { type Db, MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { startTestDatabase, type TestDatabase } from '../support/database.js';
 import { runNode, spawnNode } from '../support/node-process.js';
 
@@ -32,11 +34,23 @@ const seed = (file: string, env: Record<string, string> = { MONGODB_URI: databas
 
 /** What the database holds, to show that a refused file changed nothing. */
 async function snapshot() {
-  const all = (name: string) => db.collection(name).find({}, { projection: { _id: 0, createdAt: 0, updatedAt: 0 } }).sort({ hash: 1, id: 1, userId: 1 }).toArray();
+  const all = (name: string) =>
+    db
+      .collection(name)
+      .find({}, { projection: { _id: 0, createdAt: 0, updatedAt: 0 } })
+      .sort({ hash: 1, id: 1, userId: 1 })
+      .toArray();
   return { users: await all('users'), apiKeys: await all('apiKeys'), conversations: await all('conversations') };
 }
 
-const conversation = (userId: number, id: number, name = `c${id}`) => ({ userId, id, name, model: 'gpt-4o', enableWeb: false, messages: [] });
+const conversation = (userId: number, id: number, name = `c${id}`) => ({
+  userId,
+  id,
+  name,
+  model: 'gpt-4o',
+  enableWeb: false,
+  messages: [],
+});
 
 describe('npm run seed', () => {
   it('loads a seed file idempotently and moves each id sequence past the highest id', async () => {
@@ -54,7 +68,11 @@ describe('npm run seed', () => {
     }
     expect(await db.collection('conversations').countDocuments({ userId: 1 })).toBe(2);
     expect(await db.collection('apiKeys').countDocuments()).toBe(1);
-    expect(await db.collection('users').findOne({ id: 1 })).toMatchObject({ username: 'alice', balanceUnits: 125_000, lastConversationId: 9 });
+    expect(await db.collection('users').findOne({ id: 1 })).toMatchObject({
+      username: 'alice',
+      balanceUnits: 125_000,
+      lastConversationId: 9,
+    });
     expect(JSON.stringify(await db.collection('apiKeys').findOne({}))).not.toContain('sk-alice');
   });
 
@@ -109,7 +127,9 @@ describe('npm run seed', () => {
   it('accepts conversations of a user already in the database, and refuses a username or API key another user holds there', async () => {
     const owned = await seedFile('owned.json', { conversations: [conversation(1, 20, 'for alice, who is in the database')] });
     expect((await seed(owned)).code).toBe(0);
-    expect(await db.collection('conversations').findOne({ userId: 1, id: 20 })).toMatchObject({ name: 'for alice, who is in the database' });
+    expect(await db.collection('conversations').findOne({ userId: 1, id: 20 })).toMatchObject({
+      name: 'for alice, who is in the database',
+    });
 
     const before = await snapshot();
     const taken = await seedFile('taken.json', { users: [{ id: 77, username: 'alice', apiKeys: ['sk-alice-0123456789abcdef'] }] });

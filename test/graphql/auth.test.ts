@@ -1,5 +1,6 @@
 import { SignJWT, UnsecuredJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { graphql, startTestGateway, TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
 
 const API_KEY = 'sk-alice-0123456789abcdef';
@@ -74,9 +75,19 @@ describe('credentials that are refused with 401', () => {
     it(`refuses ${name}`, async () => {
       const authorization = await credential();
       const commands = await gateway.commandsDuring(async () => {
-        const { status, headers, body } = await graphql(gateway, `mutation { deleteConversation(id: 1) { ok } }`, {
-          ...(authorization === undefined ? {} : { authorization }),
-        });
+        const { status, headers, body } = await graphql(
+          gateway,
+          `
+            mutation {
+              deleteConversation(id: 1) {
+                ok
+              }
+            }
+          `,
+          {
+            ...(authorization === undefined ? {} : { authorization }),
+          },
+        );
         expect(status).toBe(401);
         expect(headers.get('www-authenticate')).toBe('Bearer');
         expect(body.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
@@ -88,7 +99,17 @@ describe('credentials that are refused with 401', () => {
   }
 
   it('left the conversation it was asked to delete in place', async () => {
-    const { body } = await graphql(gateway, `{ conversation(id: 1) { name } }`, { authorization: API_KEY });
+    const { body } = await graphql(
+      gateway,
+      `
+        {
+          conversation(id: 1) {
+            name
+          }
+        }
+      `,
+      { authorization: API_KEY },
+    );
     expect(body.data).toEqual({ conversation: { name: 'Trip plan' } });
   });
 });

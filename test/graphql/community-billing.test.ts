@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 
 let gateway: TestGateway;

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
 
@@ -35,7 +36,10 @@ function withoutStacks(body: unknown): string {
 async function executorsDuring(work: () => Promise<unknown>): Promise<{ compiled: number; 'graphql-js': number }> {
   const count = async () => {
     const text = await scrapeMetrics(gateway.url);
-    return { compiled: sample(text, 'graphql_executions_total', { executor: 'compiled' }), 'graphql-js': sample(text, 'graphql_executions_total', { executor: 'graphql-js' }) };
+    return {
+      compiled: sample(text, 'graphql_executions_total', { executor: 'compiled' }),
+      'graphql-js': sample(text, 'graphql_executions_total', { executor: 'graphql-js' }),
+    };
   };
   const before = await count();
   await work();
@@ -48,10 +52,25 @@ async function executorsDuring(work: () => Promise<unknown>): Promise<{ compiled
  * The last column says whether the later runs are compiled (a variable that does not coerce never is).
  */
 const cases: [string, string, Record<string, unknown> | undefined, boolean][] = [
-  ['a page with messages', '{ conversations(first: 3) { totalCount nodes { id name messages { role content } } pageInfo { hasNextPage endCursor } } }', undefined, true],
-  ['one conversation by variable', 'query Load($id: Int!) { conversation(id: $id) { id userId name model enableWeb messages { role content } } }', { id: 2 }, true],
+  [
+    'a page with messages',
+    '{ conversations(first: 3) { totalCount nodes { id name messages { role content } } pageInfo { hasNextPage endCursor } } }',
+    undefined,
+    true,
+  ],
+  [
+    'one conversation by variable',
+    'query Load($id: Int!) { conversation(id: $id) { id userId name model enableWeb messages { role content } } }',
+    { id: 2 },
+    true,
+  ],
   ['an unknown conversation', 'query Load($id: Int!) { conversation(id: $id) { id } }', { id: 99 }, true],
-  ['aliases, fragments, directives and __typename', 'query Q($web: Boolean!) { a: conversation(id: 1) { ...C } b: conversation(id: 2) { ...C enableWeb @include(if: $web) } } fragment C on Conversation { __typename id name @skip(if: $web) }', { web: true }, true],
+  [
+    'aliases, fragments, directives and __typename',
+    'query Q($web: Boolean!) { a: conversation(id: 1) { ...C } b: conversation(id: 2) { ...C enableWeb @include(if: $web) } } fragment C on Conversation { __typename id name @skip(if: $web) }',
+    { web: true },
+    true,
+  ],
   ['a resolver error', '{ conversations(first: -1) { nodes { id } } }', undefined, true],
   ['an error beside data', '{ quota giftPackage { cert } }', undefined, true],
   ['a variable that does not coerce', 'query Load($id: Int!) { conversation(id: $id) { id } }', { id: 'seven' }, false],
@@ -84,7 +103,11 @@ describe('compiled execution', () => {
       const { body } = await graphql(gateway, '{ quota giftPackage { cert } }', { authorization });
       expect(body.data).toBeNull();
       expect(body.errors).toEqual([
-        expect.objectContaining({ path: ['giftPackage'], locations: [{ line: 1, column: 9 }], extensions: expect.objectContaining({ code: 'UNAVAILABLE' }) }),
+        expect.objectContaining({
+          path: ['giftPackage'],
+          locations: [{ line: 1, column: 9 }],
+          extensions: expect.objectContaining({ code: 'UNAVAILABLE' }),
+        }),
       ]);
     }
   });

@@ -1,5 +1,6 @@
-import { getOperationAST, parse, type DocumentNode, type OperationDefinitionNode } from 'graphql';
+import { type DocumentNode, getOperationAST, type OperationDefinitionNode, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
+
 import { compiledOperationCache } from '../../src/graphql/compiled-queries.js';
 import { buildSchema } from '../../src/graphql/schema.js';
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { graphql, startTestGateway, type GraphQLResponse, type TestGateway } from '../support/gateway.js';
+
+import { graphql, type GraphQLResponse, startTestGateway, type TestGateway } from '../support/gateway.js';
 
 const ALICE = 1;
 const BOB = 2;
@@ -56,9 +57,23 @@ const PAGE = /* GraphQL */ `
   query Page($first: Int, $after: String) {
     conversations(first: $first, after: $after) {
       totalCount
-      nodes { id userId name model enableWeb }
-      edges { cursor node { id } }
-      pageInfo { hasNextPage endCursor }
+      nodes {
+        id
+        userId
+        name
+        model
+        enableWeb
+      }
+      edges {
+        cursor
+        node {
+          id
+        }
+      }
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
     }
   }
 `;
@@ -74,9 +89,7 @@ describe('Query.conversations', () => {
       Array.from({ length: 100 }, (_, index) => ALICE_CONVERSATIONS - index),
     );
     expect(page.nodes[0]).toEqual({ id: 150, userId: ALICE, name: 'Alice 150', model: 'gpt-4o', enableWeb: false });
-    expect(page.edges.map((edge: { node: { id: number } }) => edge.node.id)).toEqual(
-      page.nodes.map((node: { id: number }) => node.id),
-    );
+    expect(page.edges.map((edge: { node: { id: number } }) => edge.node.id)).toEqual(page.nodes.map((node: { id: number }) => node.id));
     expect(page.pageInfo).toEqual({ hasNextPage: true, endCursor: page.edges[99].cursor });
   });
 
@@ -138,7 +151,20 @@ describe('Query.conversations', () => {
 
   it('reads a page without messages in one query', async () => {
     const commands = await gateway.commandsDuring(() =>
-      graphql(gateway, `{ conversations { nodes { id name } } }`, { authorization: alice }),
+      graphql(
+        gateway,
+        `
+          {
+            conversations {
+              nodes {
+                id
+                name
+              }
+            }
+          }
+        `,
+        { authorization: alice },
+      ),
     );
     expect(commands).toEqual(['find']);
   });
@@ -170,9 +196,25 @@ describe('Query.conversation', () => {
   it('batches several conversations asked for in one operation into one query', async () => {
     let body: any;
     const commands = await gateway.commandsDuring(async () => {
-      ({ body } = await graphql(gateway, `{ a: conversation(id: 1) { name } b: conversation(id: 2) { name } c: conversation(id: 507) { name } }`, {
-        authorization: alice,
-      }));
+      ({ body } = await graphql(
+        gateway,
+        `
+          {
+            a: conversation(id: 1) {
+              name
+            }
+            b: conversation(id: 2) {
+              name
+            }
+            c: conversation(id: 507) {
+              name
+            }
+          }
+        `,
+        {
+          authorization: alice,
+        },
+      ));
     });
     expect(body.data).toEqual({ a: { name: 'Alice 1' }, b: { name: 'Alice 2' }, c: null });
     expect(commands).toEqual(['find']);
@@ -196,14 +238,34 @@ describe('Mutation.deleteConversation', () => {
     expect(again.body).toEqual({
       data: { deleteConversation: { ok: false, error: { code: 'NOT_FOUND', message: 'conversation not found' } } },
     });
-    const { body } = await graphql(gateway, `{ conversation(id: 501) { id } }`, { authorization: bob });
+    const { body } = await graphql(
+      gateway,
+      `
+        {
+          conversation(id: 501) {
+            id
+          }
+        }
+      `,
+      { authorization: bob },
+    );
     expect(body.data).toEqual({ conversation: null });
   });
 
   it('cannot delete another user’s conversation, which behaves like an unknown id', async () => {
     const { body } = await graphql(gateway, DELETE, { authorization: alice, variables: { id: 507 } });
     expect(body.data.deleteConversation.error.code).toBe('NOT_FOUND');
-    const still = await graphql(gateway, `{ conversation(id: 507) { name } }`, { authorization: bob });
+    const still = await graphql(
+      gateway,
+      `
+        {
+          conversation(id: 507) {
+            name
+          }
+        }
+      `,
+      { authorization: bob },
+    );
     expect(still.body.data).toEqual({ conversation: { name: 'Bob seven' } });
   });
 
@@ -224,7 +286,9 @@ describe('Mutation.renameConversation', () => {
     const name = ' Trip to Zürich — “draft” 🚀 ';
     const { body } = await graphql(gateway, RENAME, { authorization: carol, variables: { id: 12, name } });
     expect(body).toEqual({
-      data: { renameConversation: { ok: true, error: null, conversation: { id: 12, userId: CAROL, name, messages: [{ content: 'hello 12' }] } } },
+      data: {
+        renameConversation: { ok: true, error: null, conversation: { id: 12, userId: CAROL, name, messages: [{ content: 'hello 12' }] } },
+      },
     });
     const stored = await gateway.models.conversations.findOne({ userId: CAROL, id: 12 }).lean();
     expect(stored?.name).toBe(name);
@@ -237,7 +301,17 @@ describe('Mutation.renameConversation', () => {
         data: { renameConversation: { ok: false, error: { code: 'NOT_FOUND', message: 'conversation not found' }, conversation: null } },
       });
     }
-    const { body } = await graphql(gateway, `{ conversation(id: 507) { name } }`, { authorization: bob });
+    const { body } = await graphql(
+      gateway,
+      `
+        {
+          conversation(id: 507) {
+            name
+          }
+        }
+      `,
+      { authorization: bob },
+    );
     expect(body.data).toEqual({ conversation: { name: 'Bob seven' } });
   });
 
@@ -251,13 +325,33 @@ describe('Mutation.renameConversation', () => {
       });
       expect(commands).toEqual([]);
     }
-    const { body } = await graphql(gateway, `{ conversation(id: 11) { name } }`, { authorization: carol });
+    const { body } = await graphql(
+      gateway,
+      `
+        {
+          conversation(id: 11) {
+            name
+          }
+        }
+      `,
+      { authorization: carol },
+    );
     expect(body.data).toEqual({ conversation: { name: 'Carol 11' } });
   });
 
   it('renames with one database command', async () => {
     const commands = await gateway.commandsDuring(async () => {
-      const { body } = await graphql(gateway, `mutation { renameConversation(id: 13, name: "Short") { ok } }`, { authorization: carol });
+      const { body } = await graphql(
+        gateway,
+        `
+          mutation {
+            renameConversation(id: 13, name: "Short") {
+              ok
+            }
+          }
+        `,
+        { authorization: carol },
+      );
       expect(body.data).toEqual({ renameConversation: { ok: true } });
     });
     expect(commands).toEqual(['findAndModify']);
@@ -273,9 +367,32 @@ describe('Mutation.deleteAllConversations', () => {
       expect(body).toEqual({ data: { deleteAllConversations: { ok: true, deletedCount: 3 } } });
     });
     expect(commands).toEqual(['delete']);
-    const mine = await graphql(gateway, `{ conversations { totalCount nodes { id } } }`, { authorization: carol });
+    const mine = await graphql(
+      gateway,
+      `
+        {
+          conversations {
+            totalCount
+            nodes {
+              id
+            }
+          }
+        }
+      `,
+      { authorization: carol },
+    );
     expect(mine.body.data).toEqual({ conversations: { totalCount: 0, nodes: [] } });
-    const bobs = await graphql(gateway, `{ conversations { totalCount } }`, { authorization: bob });
+    const bobs = await graphql(
+      gateway,
+      `
+        {
+          conversations {
+            totalCount
+          }
+        }
+      `,
+      { authorization: bob },
+    );
     expect(bobs.body.data.conversations.totalCount).toBeGreaterThan(0);
   });
 
@@ -292,7 +409,17 @@ describe('Mutation.deleteAllConversations', () => {
   it('is refused over GET, like every mutation', async () => {
     const response = await fetch(`${gateway.url}/graphql?query=${encodeURIComponent(DELETE_ALL)}`, { headers: { authorization: bob } });
     expect(response.status).toBe(405);
-    const { body } = await graphql(gateway, `{ conversations { totalCount } }`, { authorization: bob });
+    const { body } = await graphql(
+      gateway,
+      `
+        {
+          conversations {
+            totalCount
+          }
+        }
+      `,
+      { authorization: bob },
+    );
     expect(body.data.conversations.totalCount).toBeGreaterThan(0);
   });
 });

@@ -1,5 +1,6 @@
 import { Long } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { loadSeed } from '../../src/seed/seed-file.js';
 import { startGatewayWithCapturedLog } from '../support/captured-log.js';
@@ -23,10 +24,24 @@ beforeAll(async () => {
   gateway = await startGatewayWithCapturedLog();
   await loadSeed(gateway.domains, {
     users: [{ id: ALICE, username: 'alice', quota: 1 }],
-    conversations: [1, 2, 3, 4, 5].map((id) => ({ userId: ALICE, id, name: `Fits ${id}`, model: 'gpt-4o', enableWeb: false, messages: [] })),
+    conversations: [1, 2, 3, 4, 5].map((id) => ({
+      userId: ALICE,
+      id,
+      name: `Fits ${id}`,
+      model: 'gpt-4o',
+      enableWeb: false,
+      messages: [],
+    })),
   });
   await gateway.domains.conversations.models.conversations.collection.insertMany(
-    misfits.map(({ id, name, enableWeb = false }) => ({ userId: ALICE, id, model: 'gpt-4o', enableWeb, messages: [], ...(name && { name }) })),
+    misfits.map(({ id, name, enableWeb = false }) => ({
+      userId: ALICE,
+      id,
+      model: 'gpt-4o',
+      enableWeb,
+      messages: [],
+      ...(name && { name }),
+    })),
   );
   authorization = `Bearer ${await signAccessToken(secretKey(TEST_JWT_SECRET), ALICE)}`;
 });
@@ -44,7 +59,9 @@ describe('a stored conversation the schema cannot show', () => {
     expect(response.status).toBe(200);
     expect(await response.text()).toBe(
       '{"status":true,"message":"","data":[' +
-        [5, 4, 3, 2, 1].map((id) => `{"id":${id},"user_id":1,"name":"Fits ${id}","message":null,"model":"gpt-4o","enable_web":false}`).join(',') +
+        [5, 4, 3, 2, 1]
+          .map((id) => `{"id":${id},"user_id":1,"name":"Fits ${id}","message":null,"model":"gpt-4o","enable_web":false}`)
+          .join(',') +
         ']}',
     );
     expect(leftOutLines().slice(before)).toEqual([
@@ -97,9 +114,13 @@ describe('a stored conversation the schema cannot show', () => {
   it('leaves loading, renaming and deleting the others as they were', async () => {
     const load = await fetch(`${gateway.url}/conversation/load?id=5`, { headers: { authorization } });
     expect(await load.json()).toMatchObject({ status: true, data: { id: 5, name: 'Fits 5' } });
-    const { body } = await graphql(gateway, 'mutation { renameConversation(id: 5, name: "Renamed") { ok } deleteConversation(id: 4) { ok } }', {
-      authorization,
-    });
+    const { body } = await graphql(
+      gateway,
+      'mutation { renameConversation(id: 5, name: "Renamed") { ok } deleteConversation(id: 4) { ok } }',
+      {
+        authorization,
+      },
+    );
     expect(body.data).toEqual({ renameConversation: { ok: true }, deleteConversation: { ok: true } });
   });
 });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { BROKEN, seedBrokenConversation } from '../support/broken-conversation.js';
 import { startGatewayWithCapturedLog } from '../support/captured-log.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
@@ -122,7 +123,10 @@ describe('a query document /graphql has seen before', () => {
     expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
     const labels = { operation_name: 'CountedQuota', operation_type: 'query', result: 'success' };
     expect(sample(after, 'graphql_operations_total', labels) - sample(before, 'graphql_operations_total', labels)).toBe(2);
-    expect(sample(after, 'graphql_executions_total', { executor: 'compiled' }) - sample(before, 'graphql_executions_total', { executor: 'compiled' })).toBe(2);
+    expect(
+      sample(after, 'graphql_executions_total', { executor: 'compiled' }) -
+        sample(before, 'graphql_executions_total', { executor: 'compiled' }),
+    ).toBe(2);
     const logged = production.log.lines().filter((line) => line.operation === 'CountedQuota');
     expect(logged).toHaveLength(3);
     expect(logged.every((line) => line.status === 200)).toBe(true);

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
+
 import { describe, expect, it } from 'vitest';
+
 import { EXAMPLE_JWT_SECRET, loadConfig, loadSidecarConfig, VARIABLE_NAMES } from '../../src/config.js';
 
 /** `.env.example` as `NAME=value` entries, each with the comment lines just above it. */
@@ -55,6 +57,9 @@ describe('the sidecar’s HOST and PORT', () => {
   it('have the gateway’s defaults, and its flags win over the variables', () => {
     const gateway = loadConfig({});
     expect(loadSidecarConfig({}, {})).toMatchObject({ host: gateway.host, port: gateway.port });
-    expect(loadSidecarConfig({ port: '8080', host: '127.0.0.1' }, { PORT: '9000', HOST: '10.0.0.1' })).toMatchObject({ host: '127.0.0.1', port: 8080 });
+    expect(loadSidecarConfig({ port: '8080', host: '127.0.0.1' }, { PORT: '9000', HOST: '10.0.0.1' })).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+    });
   });
 });

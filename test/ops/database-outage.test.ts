@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { withDatabaseName } from '../../src/db/uri.js';
-import { startEmbeddedDbProcess, type EmbeddedDbProcess } from '../support/embedded-db-process.js';
+import { type EmbeddedDbProcess, startEmbeddedDbProcess } from '../support/embedded-db-process.js';
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
 
@@ -69,7 +70,12 @@ describe('a database that goes away and comes back', () => {
     expect(graphqlFailure.result.status).toBe(503);
     expect(graphqlFailure.result.body).toEqual({
       data: null,
-      errors: [expect.objectContaining({ message: 'database unavailable, try again later', extensions: expect.objectContaining({ code: 'DATABASE_UNAVAILABLE' }) })],
+      errors: [
+        expect.objectContaining({
+          message: 'database unavailable, try again later',
+          extensions: expect.objectContaining({ code: 'DATABASE_UNAVAILABLE' }),
+        }),
+      ],
     });
     expect(graphqlFailure.ms).toBeLessThan(FAIL_WITHIN_MS);
 

@@ -1,5 +1,7 @@
 import { request } from 'node:http';
+
 import { describe, expect, it } from 'vitest';
+
 import type { Scheduler } from '../../src/http/lifecycle.js';
 import { startTestGateway } from '../support/gateway.js';
 import { startTestSidecar } from '../support/sidecar.js';
@@ -32,7 +34,9 @@ function slowRequest(url: string, authorization: string, firstPart: string) {
   outgoing.write(firstPart);
   outgoing.flushHeaders();
   // Under way: connected, and the server has had time to read the headers.
-  const started = new Promise<void>((resolve) => outgoing.once('socket', (socket) => socket.once('connect', () => setTimeout(resolve, 100))));
+  const started = new Promise<void>((resolve) =>
+    outgoing.once('socket', (socket) => socket.once('connect', () => setTimeout(resolve, 100))),
+  );
   return { answer, started, finish: (rest: string) => outgoing.end(rest) };
 }
 
@@ -55,13 +59,19 @@ describe.each(['gateway', 'sidecar'] as const)('stopping the %s (CONTRACT §8)',
 
       const readiness = await fetch(`${url}/readyz`);
       expect(readiness.status).toBe(503);
-      expect(await readiness.json()).toEqual(server === 'gateway' ? { status: 'stopping', websockets: 0, subscriptions: 0 } : { status: 'stopping' });
+      expect(await readiness.json()).toEqual(
+        server === 'gateway' ? { status: 'stopping', websockets: 0, subscriptions: 0 } : { status: 'stopping' },
+      );
       expect(scheduler.held.map(({ delayMs }) => delayMs)).toEqual([5000]);
       const during = await Promise.all(Array.from({ length: 20 }, quota));
       expect(statuses(during)).toEqual(Array(20).fill(200));
       expect(statuses(await Promise.all(justBefore))).toEqual(Array(20).fill(200));
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
-      const inFlight = slowRequest(server === 'gateway' ? `${url}/graphql` : `${url}/buy`, authorization, server === 'gateway' ? '{"query":"{ quota' : '{"quo');
+      const inFlight = slowRequest(
+        server === 'gateway' ? `${url}/graphql` : `${url}/buy`,
+        authorization,
+        server === 'gateway' ? '{"query":"{ quota' : '{"quo',
+      );
 
       await inFlight.started;
       scheduler.release();

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { MAX_UNKNOWN_OPERATION_NAMES } from '../../src/observability/request-labels.js';
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
@@ -46,7 +47,9 @@ describe('GET /metrics', () => {
     const after = await scrapeMetrics(gateway.url);
 
     expect(sample(after, 'http_requests_total', labels) - sample(before, 'http_requests_total', labels)).toBe(2);
-    expect(sample(after, 'http_request_duration_seconds_count', labels) - sample(before, 'http_request_duration_seconds_count', labels)).toBe(2);
+    expect(
+      sample(after, 'http_request_duration_seconds_count', labels) - sample(before, 'http_request_duration_seconds_count', labels),
+    ).toBe(2);
     const unmatched = { method: 'GET', route: '(unmatched)', status: '404' };
     expect(sample(after, 'http_requests_total', unmatched) - sample(before, 'http_requests_total', unmatched)).toBe(1);
     expect(after).not.toContain('987654');
@@ -71,7 +74,10 @@ describe('GET /metrics', () => {
   it('counts errors by code, and operations that never resolved apart from named ones', async () => {
     const text = await scrapeMetrics(gateway.url);
     const invalid = { operation_name: '(unresolved)', operation_type: 'unknown', result: 'error' };
-    const before = [sample(text, 'graphql_errors_total', { code: 'GRAPHQL_VALIDATION_FAILED' }), sample(text, 'graphql_operations_total', invalid)];
+    const before = [
+      sample(text, 'graphql_errors_total', { code: 'GRAPHQL_VALIDATION_FAILED' }),
+      sample(text, 'graphql_operations_total', invalid),
+    ];
     const { status } = await graphql(gateway, '{ noSuchField }', { authorization });
     expect(status).toBe(400);
     const after = await scrapeMetrics(gateway.url);
@@ -82,13 +88,20 @@ describe('GET /metrics', () => {
   it('reports the database as up, and counts and times its commands by name', async () => {
     const text = await scrapeMetrics(gateway.url);
     expect(sample(text, 'mongodb_up')).toBe(1);
-    expect(await growth('mongodb_commands_total', { command: 'find', result: 'success' }, () => get('/conversation/load?id=1'))).toBeGreaterThanOrEqual(1);
+    expect(
+      await growth('mongodb_commands_total', { command: 'find', result: 'success' }, () => get('/conversation/load?id=1')),
+    ).toBeGreaterThanOrEqual(1);
     expect(sample(await scrapeMetrics(gateway.url), 'mongodb_command_duration_seconds_count', { command: 'find' })).toBeGreaterThan(0);
   });
 
   it('includes the process metrics', async () => {
     const text = await scrapeMetrics(gateway.url);
-    for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
+    for (const name of [
+      'process_cpu_user_seconds_total',
+      'process_resident_memory_bytes',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_heap_size_used_bytes',
+    ]) {
       expect(text).toContain(`# TYPE ${name} `);
     }
   });

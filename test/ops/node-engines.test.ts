@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+
 import semver from 'semver';
 import { describe, expect, it } from 'vitest';
 

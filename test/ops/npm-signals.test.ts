@@ -1,7 +1,9 @@
 import { stat } from 'node:fs/promises';
+
 import { describe, expect, it } from 'vitest';
+
 import { startTestGateway } from '../support/gateway.js';
-import { groupAlive, spawnNpm, type NodeProcess } from '../support/node-process.js';
+import { groupAlive, type NodeProcess, spawnNpm } from '../support/node-process.js';
 
 const LISTENING = /listening on (http:\/\/127\.0\.0\.1:\d+)/;
 
@@ -61,7 +63,10 @@ describe('signals sent to npm itself', () => {
     const gateway = await startTestGateway();
     const npm = spawnNpm(['run', 'sidecar', '--', '--upstream', `${gateway.url}/graphql`], { PORT: '0', HOST: '127.0.0.1' });
     try {
-      const [, url] = (await npm.waitFor(/\((http:\/\/127\.0\.0\.1:\d+)\), forwarding/, { stream: 'stderr', timeoutMs: 60_000 })) as unknown as [string, string];
+      const [, url] = (await npm.waitFor(/\((http:\/\/127\.0\.0\.1:\d+)\), forwarding/, {
+        stream: 'stderr',
+        timeoutMs: 60_000,
+      })) as unknown as [string, string];
       npm.child.kill('SIGTERM');
       expect(await npm.exited).toEqual({ code: 0, signal: null });
       expect(await groupGone(npm)).toBe(true);

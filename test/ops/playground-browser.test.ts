@@ -1,5 +1,6 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import type { SsoStub } from '../../src/sso-stub/stub-server.js';
 import { buy, startOfficialGateway, startStub, SUCCESS } from '../billing/official.js';
 import { launchChromium, skipsBrowserTest } from '../support/browser.js';
@@ -23,7 +24,14 @@ describe.skipIf(skipsBrowserTest('the playground browser test'))('the playground
     await gateway.seed({
       users: [{ id: 1, username: 'demo', quota: 42.5 }],
       conversations: [
-        { userId: 1, id: 4, name: 'Lisbon trip', model: 'gpt-4o', enableWeb: false, messages: [{ role: 'user', content: 'Three days in Lisbon?' }] },
+        {
+          userId: 1,
+          id: 4,
+          name: 'Lisbon trip',
+          model: 'gpt-4o',
+          enableWeb: false,
+          messages: [{ role: 'user', content: 'Three days in Lisbon?' }],
+        },
       ],
     });
   });

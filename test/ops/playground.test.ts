@@ -1,6 +1,8 @@
 import { request as httpRequest } from 'node:http';
+
 import { parse, validate } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { buildSchema } from '../../src/graphql/schema.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 
@@ -64,11 +66,15 @@ describe('the playground outside production', () => {
   });
 
   it('protects the page with a Content-Security-Policy that allows only this server', async () => {
-    const policies = await Promise.all([1, 2].map(async () => (await openPlayground(gateway)).response.headers.get('content-security-policy')!));
-    const directives = new Map(policies[0]!.split(';').map((directive) => {
-      const [name, ...values] = directive.trim().split(/\s+/);
-      return [name!, values] as const;
-    }));
+    const policies = await Promise.all(
+      [1, 2].map(async () => (await openPlayground(gateway)).response.headers.get('content-security-policy')!),
+    );
+    const directives = new Map(
+      policies[0]!.split(';').map((directive) => {
+        const [name, ...values] = directive.trim().split(/\s+/);
+        return [name!, values] as const;
+      }),
+    );
     expect(directives.get('default-src')).toEqual(["'none'"]);
     expect(directives.get('script-src')).toEqual(["'self'"]);
     // The subscriptions' WebSocket: this server's host only.
@@ -79,10 +85,14 @@ describe('the playground outside production', () => {
     expect(policies[0]).not.toMatch(/unsafe|https?:|\*/);
     // A Host header that is not a host names nothing in the policy.
     const forged = await new Promise<string>((resolve, reject) => {
-      const request = httpRequest(`${gateway.url}/graphql`, { headers: { accept: BROWSER_ACCEPT, host: 'x; script-src *' } }, (response) => {
-        response.resume();
-        resolve(String(response.headers['content-security-policy']));
-      });
+      const request = httpRequest(
+        `${gateway.url}/graphql`,
+        { headers: { accept: BROWSER_ACCEPT, host: 'x; script-src *' } },
+        (response) => {
+          response.resume();
+          resolve(String(response.headers['content-security-policy']));
+        },
+      );
       request.on('error', reject).end();
     });
     expect(forged).toMatch(/connect-src 'self';/);
@@ -98,7 +108,16 @@ describe('the playground outside production', () => {
       expect(validate(schema, document), query).toEqual([]);
       return /(?:query|mutation|subscription) (\w+)/.exec(query)?.[1];
     });
-    expect(names).toEqual(['Conversations', 'Quota', 'BalanceLive', 'ConversationEvents', 'DeleteConversation', 'RenameConversation', 'DeleteAllConversations', 'Buy']);
+    expect(names).toEqual([
+      'Conversations',
+      'Quota',
+      'BalanceLive',
+      'ConversationEvents',
+      'DeleteConversation',
+      'RenameConversation',
+      'DeleteAllConversations',
+      'Buy',
+    ]);
     expect(tabs[0]!.query).toMatch(/messages\s*\{/);
   });
 
@@ -126,7 +145,11 @@ describe('the playground outside production', () => {
   });
 
   it('serves nothing but its own files under /playground/assets/', async () => {
-    for (const path of ['/playground/assets/package.json', '/playground/assets/..%2F..%2Fpackage.json', '/playground/assets/graphiql.min.js.map']) {
+    for (const path of [
+      '/playground/assets/package.json',
+      '/playground/assets/..%2F..%2Fpackage.json',
+      '/playground/assets/graphiql.min.js.map',
+    ]) {
       expect((await fetch(`${gateway.url}${path}`)).status, path).toBe(404);
     }
   });

@@ -1,15 +1,20 @@
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
-import { request, type IncomingMessage } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import { type IncomingMessage, request } from 'node:http';
+import { type AddressInfo, createServer } from 'node:net';
 import { promisify } from 'node:util';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { startTestDatabase } from '../support/database.js';
 import { TEST_JWT_SECRET } from '../support/gateway.js';
-import { runNode, spawnNode, type NodeProcess } from '../support/node-process.js';
+import { type NodeProcess, runNode, spawnNode } from '../support/node-process.js';
 
 const run = promisify(execFile);
-const curlAvailable = await run('curl', ['--version']).then(() => true, () => false);
+const curlAvailable = await run('curl', ['--version']).then(
+  () => true,
+  () => false,
+);
 
 /** `npm start` as a fresh clone runs it: no MONGODB_URI, no JWT_SECRET (the suite has already built dist/). */
 describe('node dist/main.js with no MONGODB_URI', () => {
@@ -32,7 +37,11 @@ describe('node dist/main.js with no MONGODB_URI', () => {
   });
 
   it('says on stdout, as a JSON log line, that it uses the embedded engine, and gives the demo token', () => {
-    const lines = service.stdout().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = service
+      .stdout()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     const listening = lines.find((line) => line.msg === 'listening');
     expect(listening).toMatchObject({ url, database: 'embedded engine (in memory, in this process)', playground: true });
     expect(listening?.demoToken).toBe(token);
@@ -43,7 +52,9 @@ describe('node dist/main.js with no MONGODB_URI', () => {
     expect(banner).toMatch(/GraphQL +http:\/\/127\.0\.0\.1:\d+\/graphql +\(playground/);
     expect(banner).toMatch(/database +embedded engine \(in memory, in this process\)/);
     // Every legacy endpoint served, from the route table itself (rename and clean included).
-    expect(banner).toMatch(/REST +http:\/\/127\.0\.0\.1:\d+\/conversation\/list, \/conversation\/load, .*\/conversation\/rename, \/conversation\/clean/);
+    expect(banner).toMatch(
+      /REST +http:\/\/127\.0\.0\.1:\d+\/conversation\/list, \/conversation\/load, .*\/conversation\/rename, \/conversation\/clean/,
+    );
     expect(banner).toMatch(/Access token for demo user 1/);
     expect(token).not.toBe('');
     for (const line of service.stdout().trim().split('\n')) expect(() => JSON.parse(line)).not.toThrow();
@@ -102,7 +113,11 @@ describe('node dist/main.js with MONGODB_URI', () => {
     });
     expect(code).toBe(1);
     expect(stdout).toBe('');
-    expect(stderr).toMatch(new RegExp(`^chat-gateway: could not connect to the database at mongodb://127\\.0\\.0\\.1:${port}/chat: connect ECONNREFUSED[^\\n]*\\n$`));
+    expect(stderr).toMatch(
+      new RegExp(
+        `^chat-gateway: could not connect to the database at mongodb://127\\.0\\.0\\.1:${port}/chat: connect ECONNREFUSED[^\\n]*\\n$`,
+      ),
+    );
     expect(stderr).not.toContain('hunter2');
   });
 
@@ -116,7 +131,10 @@ describe('node dist/main.js with MONGODB_URI', () => {
       HOST: '127.0.0.1',
     });
     try {
-      const [, url] = (await service.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/, { stream: 'stderr' })) as unknown as [string, string];
+      const [, url] = (await service.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/, { stream: 'stderr' })) as unknown as [
+        string,
+        string,
+      ];
       const shown = database.uri.replace(/\?.*$/, '');
       expect(service.stderr()).toMatch(new RegExp(`database +${shown.replaceAll('.', '\\.')}\\n`));
       expect(service.stderr()).not.toMatch(/playground|token/i);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { loadSeed } from '../../src/seed/seed-file.js';
 import { startGatewayWithCapturedLog } from '../support/captured-log.js';

@@ -1,11 +1,13 @@
 import { createServer } from 'node:net';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import type { RunningSidecar } from '../../src/rest/sidecar.js';
-import { captureLog, startGatewayWithCapturedLog, type CapturedLog } from '../support/captured-log.js';
+import { type CapturedLog, captureLog, startGatewayWithCapturedLog } from '../support/captured-log.js';
 import { TEST_JWT_SECRET } from '../support/gateway.js';
 import { spawnNode } from '../support/node-process.js';
 import { startTestSidecar } from '../support/sidecar.js';
-import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 
 let gateway: Awaited<ReturnType<typeof startGatewayWithCapturedLog>>;
 let sidecar: RunningSidecar;
@@ -73,10 +75,9 @@ describe('the sidecar', () => {
 describe('npm run sidecar', () => {
   it('takes HOST and PORT as the gateway does, says so once listening, and stops on SIGTERM', async () => {
     const process = spawnNode('dist/cli/sidecar.js', ['--upstream', `${gateway.url}/graphql`], { PORT: '0', HOST: '127.0.0.1' });
-    const [, url] = (await process.waitFor(/REST sidecar listening on 127\.0\.0\.1 port \d+ \((http:\/\/127\.0\.0\.1:\d+)\)/, { stream: 'stderr' })) as unknown as [
-      string,
-      string,
-    ];
+    const [, url] = (await process.waitFor(/REST sidecar listening on 127\.0\.0\.1 port \d+ \((http:\/\/127\.0\.0\.1:\d+)\)/, {
+      stream: 'stderr',
+    })) as unknown as [string, string];
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     const [logLine] = await process.waitFor(/^\{.*"msg":"listening".*\}$/m);
     expect(JSON.parse(logLine)).toMatchObject({ msg: 'listening', host: '127.0.0.1', upstream: `${gateway.url}/graphql` });
@@ -90,7 +91,14 @@ describe('npm run sidecar', () => {
     await new Promise((resolve) => taken.once('listening', resolve));
     const { port } = taken.address() as { port: number };
     try {
-      const process = spawnNode('dist/cli/sidecar.js', ['--upstream', `${gateway.url}/graphql`, '--port', String(port), '--host', '127.0.0.1']);
+      const process = spawnNode('dist/cli/sidecar.js', [
+        '--upstream',
+        `${gateway.url}/graphql`,
+        '--port',
+        String(port),
+        '--host',
+        '127.0.0.1',
+      ]);
       expect(await process.exited).toEqual({ code: 1, signal: null });
       expect(process.stderr()).toBe(`sidecar: port ${port} on 127.0.0.1 is already in use\n`);
       expect(process.stdout()).toBe('');
@@ -102,6 +110,8 @@ describe('npm run sidecar', () => {
   it('refuses an upstream URL without /graphql in one line', async () => {
     const process = spawnNode('dist/cli/sidecar.js', ['--upstream', gateway.url, '--port', '0']);
     expect(await process.exited).toEqual({ code: 1, signal: null });
-    expect(process.stderr()).toBe(`sidecar: upstream ${gateway.url}/ answered HTTP 404 without a GraphQL response: is /graphql missing from the URL?\n`);
+    expect(process.stderr()).toBe(
+      `sidecar: upstream ${gateway.url}/ answered HTTP 404 without a GraphQL response: is /graphql missing from the URL?\n`,
+    );
   });
 });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { startTestSidecar, type TestSidecar } from '../support/sidecar.js';
 
@@ -46,7 +47,14 @@ describe.each(['in-process', 'sidecar'] as const)('REST_BASE_PATH=/api (%s)', (m
   }
 
   it('answers every endpoint under the base path exactly as at the root', async () => {
-    for (const path of ['/conversation/list', '/conversation/load?id=2', '/conversation/load?id=9', '/conversation/load?id=x', '/quota', '/package']) {
+    for (const path of [
+      '/conversation/list',
+      '/conversation/load?id=2',
+      '/conversation/load?id=9',
+      '/conversation/load?id=x',
+      '/quota',
+      '/package',
+    ]) {
       const [prefixed, root] = [await call(`${BASE}${path}`), await call(path)];
       expect({ status: prefixed.status, text: prefixed.text }, path).toEqual({ status: root.status, text: root.text });
       expect(prefixed.status).toBe(200);
@@ -56,7 +64,9 @@ describe.each(['in-process', 'sidecar'] as const)('REST_BASE_PATH=/api (%s)', (m
   });
 
   it('renames and cleans under the base path', async () => {
-    expect((await call(`${BASE}/conversation/rename`, { method: 'POST', body: '{"id":3,"name":"Renamed"}' })).text).toBe('{"status":true,"message":""}');
+    expect((await call(`${BASE}/conversation/rename`, { method: 'POST', body: '{"id":3,"name":"Renamed"}' })).text).toBe(
+      '{"status":true,"message":""}',
+    );
     expect(JSON.parse((await call('/conversation/load?id=3')).text).data.name).toBe('Renamed');
     expect((await call(`${BASE}/conversation/rename`, { method: 'POST', body: '{"id":3,"name":" "}' })).text).toBe(
       '{"status":false,"message":"invalid name"}',
@@ -71,7 +81,10 @@ describe.each(['in-process', 'sidecar'] as const)('REST_BASE_PATH=/api (%s)', (m
 
   it('answers failures under the base path in each endpoint’s shape', async () => {
     const unauthorized = await call(`${BASE}/quota`, { authorized: false });
-    expect({ status: unauthorized.status, text: unauthorized.text }).toEqual({ status: 401, text: '{"status":false,"error":"unauthorized"}' });
+    expect({ status: unauthorized.status, text: unauthorized.text }).toEqual({
+      status: 401,
+      text: '{"status":false,"error":"unauthorized"}',
+    });
     const list = await call(`${BASE}/conversation/list`, { method: 'POST', body: '{}' });
     expect({ status: list.status, allow: list.headers.get('allow'), text: list.text }).toEqual({
       status: 405,
@@ -84,8 +97,14 @@ describe.each(['in-process', 'sidecar'] as const)('REST_BASE_PATH=/api (%s)', (m
       allow: 'POST',
       text: '{"status":false,"error":"method not allowed; use POST"}',
     });
-    const tooLarge = await call(`${BASE}/conversation/rename`, { method: 'POST', body: JSON.stringify({ id: 1, name: 'x'.repeat(200 * 1024) }) });
-    expect({ status: tooLarge.status, text: tooLarge.text }).toEqual({ status: 413, text: '{"status":false,"message":"request body too large"}' });
+    const tooLarge = await call(`${BASE}/conversation/rename`, {
+      method: 'POST',
+      body: JSON.stringify({ id: 1, name: 'x'.repeat(200 * 1024) }),
+    });
+    expect({ status: tooLarge.status, text: tooLarge.text }).toEqual({
+      status: 413,
+      text: '{"status":false,"message":"request body too large"}',
+    });
   });
 
   it('answers 404 JSON for paths under the base path that name no endpoint', async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { BROKEN, seedBrokenConversation } from '../support/broken-conversation.js';
 import { startGatewayWithCapturedLog } from '../support/captured-log.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
@@ -21,7 +22,11 @@ afterAll(() => gateway?.stop());
 
 const get = (path: string) => fetch(`${gateway.url}${path}`, { headers: { authorization } });
 const post = (path: string, body: unknown) =>
-  fetch(`${gateway.url}${path}`, { method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  fetch(`${gateway.url}${path}`, {
+    method: 'POST',
+    headers: { authorization, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 async function growth(work: () => Promise<unknown>, ...samples: [string, Record<string, string>][]): Promise<number[]> {
   const before = await scrapeMetrics(gateway.url, METRICS_TOKEN);
@@ -38,9 +43,12 @@ describe('the REST layer’s queries', () => {
       string,
       Record<string, string>,
     ];
-    expect(await growth(async () => expect((await get('/conversation/list')).status).toBe(200), compiled, interpreted, listed)).toEqual([1, 0, 1]);
+    expect(await growth(async () => expect((await get('/conversation/list')).status).toBe(200), compiled, interpreted, listed)).toEqual([
+      1, 0, 1,
+    ]);
     const renamed = await growth(
-      async () => expect(await (await post('/conversation/rename', { id: 1, name: 'Lisbon' })).json()).toEqual({ status: true, message: '' }),
+      async () =>
+        expect(await (await post('/conversation/rename', { id: 1, name: 'Lisbon' })).json()).toEqual({ status: true, message: '' }),
       compiled,
       interpreted,
     );
@@ -60,8 +68,14 @@ describe('the REST layer’s queries', () => {
     expect(response!.status).toBe(500);
     expect(await response!.json()).toEqual({ status: false, message: 'internal error', request_id: requestId });
     expect([errors, failed]).toEqual([1, 1]);
-    const logged = gateway.log.lines().filter((line) => line.msg === 'unexpected error in a GraphQL operation' && line.requestId === requestId);
+    const logged = gateway.log
+      .lines()
+      .filter((line) => line.msg === 'unexpected error in a GraphQL operation' && line.requestId === requestId);
     expect(logged).toHaveLength(1);
-    expect(logged[0]).toMatchObject({ level: 50, operation: 'LoadConversation', err: { message: expect.stringContaining('String cannot represent') } });
+    expect(logged[0]).toMatchObject({
+      level: 50,
+      operation: 'LoadConversation',
+      err: { message: expect.stringContaining('String cannot represent') },
+    });
   });
 });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 
 let gateway: TestGateway;
@@ -24,7 +25,11 @@ afterAll(() => gateway?.stop());
 
 async function restCommands(path: string, body?: string): Promise<string[]> {
   return gateway.commandsDuring(async () => {
-    const response = await fetch(`${gateway.url}${path}`, { method: body ? 'POST' : 'GET', headers: { authorization: `Bearer ${token}` }, body });
+    const response = await fetch(`${gateway.url}${path}`, {
+      method: body ? 'POST' : 'GET',
+      headers: { authorization: `Bearer ${token}` },
+      body,
+    });
     expect(((await response.json()) as { status: boolean }).status).toBe(true);
   });
 }

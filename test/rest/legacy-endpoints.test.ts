@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+
 import type { RunningSidecar } from '../../src/rest/sidecar.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { startTestSidecar } from '../support/sidecar.js';
 
 const ALICE = 1;
@@ -81,7 +82,12 @@ describe.each(['in-process', 'sidecar'] as const)('legacy REST endpoints (%s)', 
     if (authorization !== undefined) headers.authorization = authorization;
     if (init.body !== undefined) headers['content-type'] = 'application/json';
     const response = await fetch(`${base}${path}`, { method: init.method ?? 'GET', headers, body: init.body });
-    return { status: response.status, contentType: response.headers.get('content-type'), text: await response.text(), headers: response.headers };
+    return {
+      status: response.status,
+      contentType: response.headers.get('content-type'),
+      text: await response.text(),
+      headers: response.headers,
+    };
   }
 
   function expectBody(answer: Answer, status: number, text: string) {
@@ -272,8 +278,26 @@ describe.each(['in-process', 'sidecar'] as const)('legacy REST endpoints (%s)', 
   });
 
   describe('bad input answers status:false and changes nothing', () => {
-    const badIds = ['', '?id=', '?id=abc', '?id=1.5', '?id=1e2', '?id=0x1', '?id=%201', '?id=1%20', '?id=-1', '?id=+1',
-      '?id=01', '?id=2147483648', '?id=99999999999999999999', '?id=1&id=1', '?id[]=1', '?id[$gt]=0', '?id[0]=1', '?id=1&id[$ne]=2'];
+    const badIds = [
+      '',
+      '?id=',
+      '?id=abc',
+      '?id=1.5',
+      '?id=1e2',
+      '?id=0x1',
+      '?id=%201',
+      '?id=1%20',
+      '?id=-1',
+      '?id=+1',
+      '?id=01',
+      '?id=2147483648',
+      '?id=99999999999999999999',
+      '?id=1&id=1',
+      '?id[]=1',
+      '?id[$gt]=0',
+      '?id[0]=1',
+      '?id=1&id[$ne]=2',
+    ];
 
     for (const endpoint of ['load', 'delete'] as const) {
       for (const query of badIds) {
@@ -324,9 +348,16 @@ describe.each(['in-process', 'sidecar'] as const)('legacy REST endpoints (%s)', 
       ['GET', '/package', 'error'],
     ];
     for (const [method, path, field] of endpoints) {
-      for (const [name, authorization] of [['no credentials', undefined], ['a forged token', 'Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.x']] as const) {
+      for (const [name, authorization] of [
+        ['no credentials', undefined],
+        ['a forged token', 'Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.x'],
+      ] as const) {
         it(`answers 401 to ${method} ${path} with ${name}`, async () => {
-          const answer = await call(path, { method, ...(authorization ? { authorization } : {}), ...(method === 'POST' ? { body: '{"quota":1,"id":1,"name":"x"}' } : {}) });
+          const answer = await call(path, {
+            method,
+            ...(authorization ? { authorization } : {}),
+            ...(method === 'POST' ? { body: '{"quota":1,"id":1,"name":"x"}' } : {}),
+          });
           expectBody(answer, 401, `{"status":false,"${field}":"unauthorized"}`);
           expect(answer.headers.get('www-authenticate')).toBe('Bearer');
         });

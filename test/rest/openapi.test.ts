@@ -1,5 +1,6 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 
 let gateway: TestGateway;
@@ -47,7 +48,11 @@ const requests: [method: string, path: string, body?: string, authorized?: boole
 describe('GET /openapi.json', () => {
   it('describes exactly the six documented endpoints, and rename and clean', () => {
     expect(document.openapi).toBe('3.1.0');
-    expect(Object.entries(document.paths).map(([path, item]) => `${Object.keys(item as object)[0]} ${path}`).sort()).toEqual([
+    expect(
+      Object.entries(document.paths)
+        .map(([path, item]) => `${Object.keys(item as object)[0]} ${path}`)
+        .sort(),
+    ).toEqual([
       'get /conversation/clean',
       'get /conversation/delete',
       'get /conversation/list',

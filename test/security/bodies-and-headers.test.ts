@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { json, postGraphql, send } from './http.js';
 

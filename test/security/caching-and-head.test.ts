@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { startTestSidecar, type TestSidecar } from '../support/sidecar.js';
-import { send, type RawAnswer } from './http.js';
+import { type RawAnswer, send } from './http.js';
 
 const ALICE = 1;
 
@@ -54,10 +55,19 @@ describe.each(['in-process', 'sidecar'] as const)('answers to authenticated call
 
   it('carries Cache-Control: no-store on every REST answer after authentication, failures included', async () => {
     const answers: RawAnswer[] = [];
-    for (const path of ['/conversation/list', '/conversation/load?id=1', '/conversation/load?id=99', '/conversation/load?id=x', '/quota', '/package']) {
+    for (const path of [
+      '/conversation/list',
+      '/conversation/load?id=1',
+      '/conversation/load?id=99',
+      '/conversation/load?id=x',
+      '/quota',
+      '/package',
+    ]) {
       answers.push(await send(base, { path, headers: { authorization } }));
     }
-    answers.push(await send(base, { method: 'POST', path: '/buy', headers: { authorization, 'content-type': 'application/json' }, body: '{' }));
+    answers.push(
+      await send(base, { method: 'POST', path: '/buy', headers: { authorization, 'content-type': 'application/json' }, body: '{' }),
+    );
     // Over the caller's rate limit (2 a second, a burst of 4): 429 after authentication.
     const flood = await Promise.all(Array.from({ length: 12 }, () => send(base, { path: '/quota', headers: { authorization } })));
     expect(flood.some((answer) => answer.status === 429)).toBe(true);
@@ -71,7 +81,10 @@ describe('/graphql answers to authenticated callers', () => {
 
   beforeAll(async () => {
     gateway = await startTestGateway();
-    await gateway.seed({ users: [{ id: ALICE, username: 'alice', quota: 12.5 }], conversations: [{ userId: ALICE, id: 1, name: 'Trip', model: 'gpt-4o', messages: [] }] });
+    await gateway.seed({
+      users: [{ id: ALICE, username: 'alice', quota: 12.5 }],
+      conversations: [{ userId: ALICE, id: 1, name: 'Trip', model: 'gpt-4o', messages: [] }],
+    });
     authorization = `Bearer ${await gateway.token(ALICE)}`;
   });
   afterAll(() => gateway?.stop());

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { legacyRoutes } from '../../src/rest/routes.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { startTestSidecar } from '../support/sidecar.js';
-import { json, send, type RawAnswer } from './http.js';
+import { json, type RawAnswer, send } from './http.js';
 
 const ALLOWED = 'https://chat.example.com';
 const ALSO_ALLOWED = 'http://localhost:5173';
@@ -68,7 +69,24 @@ describe('CORS_ORIGINS and REST_BASE_PATH configuration', () => {
     expect(loadConfig({}).restBasePath).toBeUndefined();
   });
 
-  const badBasePaths = ['api', '/api/', '/', '//api', '/..', '/api/./v1', '/api?x=1', '/a b', '/api/*', '/graphql', '/graphql/rest', '/GraphQL', '/healthz', '/metrics/x', '/openapi.json', '/playground'];
+  const badBasePaths = [
+    'api',
+    '/api/',
+    '/',
+    '//api',
+    '/..',
+    '/api/./v1',
+    '/api?x=1',
+    '/a b',
+    '/api/*',
+    '/graphql',
+    '/graphql/rest',
+    '/GraphQL',
+    '/healthz',
+    '/metrics/x',
+    '/openapi.json',
+    '/playground',
+  ];
   for (const value of badBasePaths) {
     it(`refuses REST_BASE_PATH=${value}`, () => {
       expect(() => loadConfig({ REST_BASE_PATH: value })).toThrow(/REST_BASE_PATH must/);
@@ -77,7 +95,9 @@ describe('CORS_ORIGINS and REST_BASE_PATH configuration', () => {
 
   it('refuses a base path under any legacy endpoint’s first segment', () => {
     for (const { path } of legacyRoutes) {
-      expect(() => loadConfig({ REST_BASE_PATH: `/${path.split('/')[1]}` }), path).toThrow(/REST_BASE_PATH must not start with a path the service serves/);
+      expect(() => loadConfig({ REST_BASE_PATH: `/${path.split('/')[1]}` }), path).toThrow(
+        /REST_BASE_PATH must not start with a path the service serves/,
+      );
     }
   });
 });
@@ -138,7 +158,10 @@ describe('CORS with an allow-list', () => {
         expect({ status: rename.status, allow: rename.headers.allow }).toEqual({ status: 405, allow: 'POST' });
         expect(corsHeadersOf(rename)).toEqual({});
         const quota = await preflight(gateway.url, '/quota', origin);
-        expect({ status: quota.status, body: json(quota) }).toEqual({ status: 405, body: { status: false, error: 'method not allowed; use GET' } });
+        expect({ status: quota.status, body: json(quota) }).toEqual({
+          status: 405,
+          body: { status: false, error: 'method not allowed; use GET' },
+        });
         const graphql = await preflight(gateway.url, '/graphql', origin, 'POST');
         expect({ status: graphql.status, allow: graphql.headers.allow }).toEqual({ status: 405, allow: 'GET, POST' });
         expect(json(graphql).errors[0].extensions.code).toBe('METHOD_NOT_ALLOWED');

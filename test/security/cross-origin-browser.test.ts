@@ -1,7 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { launchChromium, skipsBrowserTest } from '../support/browser.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 
@@ -148,7 +150,17 @@ describe.skipIf(skipsBrowserTest('the cross-origin browser test'))('a web client
     expect(rename).toMatchObject({ status: 200, body: { status: true, message: '' } });
     expect(graphql).toMatchObject({
       status: 200,
-      body: { data: { conversations: { nodes: [{ id: 3, name: 'Chat 3' }, { id: 2, name: 'Renamed in the browser' }, { id: 1, name: 'Chat 1' }] } } },
+      body: {
+        data: {
+          conversations: {
+            nodes: [
+              { id: 3, name: 'Chat 3' },
+              { id: 2, name: 'Renamed in the browser' },
+              { id: 1, name: 'Chat 1' },
+            ],
+          },
+        },
+      },
     });
     expect(clean).toMatchObject({ status: 200, body: { status: true, message: '' } });
     expect(after).toMatchObject({ status: 200, body: { status: true, message: '', data: [] } });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { json, send } from './http.js';
 
@@ -28,7 +29,11 @@ describe('cross-site requests cannot run a mutation on /graphql, even with valid
   const simpleBodies: [string, string, string][] = [
     ['text/plain', 'text/plain', JSON.stringify({ query: DELETE_ONE })],
     ['a form', 'application/x-www-form-urlencoded', `query=${encodeURIComponent(DELETE_ONE)}`],
-    ['multipart form data', 'multipart/form-data; boundary=X', `--X\r\nContent-Disposition: form-data; name="query"\r\n\r\n${DELETE_ONE}\r\n--X--\r\n`],
+    [
+      'multipart form data',
+      'multipart/form-data; boundary=X',
+      `--X\r\nContent-Disposition: form-data; name="query"\r\n\r\n${DELETE_ONE}\r\n--X--\r\n`,
+    ],
     ['no content type', '', JSON.stringify({ query: DELETE_ONE })],
   ];
 
@@ -70,7 +75,8 @@ describe('cross-site requests cannot run a mutation on /graphql, even with valid
 });
 
 describe('credentials come only from the Authorization header', () => {
-  const cookies = (value: string) => [`token=${value}`, `authorization=${value}`, `Authorization=Bearer%20${value}`, `session=${value}`].join('; ');
+  const cookies = (value: string) =>
+    [`token=${value}`, `authorization=${value}`, `Authorization=Bearer%20${value}`, `session=${value}`].join('; ');
 
   it('ignores a cookie carrying a valid token on the state-changing GET /conversation/delete', async () => {
     const answer = await send(gateway.url, { path: '/conversation/delete?id=1', headers: { cookie: cookies(token) } });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { startTestDatabase, type TestDatabase } from '../support/database.js';
 import { runNode } from '../support/node-process.js';
 

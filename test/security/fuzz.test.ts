@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { legacyRoutes } from '../../src/rest/routes.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
-import { json, postGraphql, send, type RawAnswer } from './http.js';
+import { json, postGraphql, type RawAnswer, send } from './http.js';
 
 /**
  * Property-based fuzzing of every input an attacker controls: each REST endpoint's
@@ -64,12 +65,54 @@ function expectSound(answer: RawAnswer) {
 }
 
 // Inputs: the names and values a legacy client or an attacker would try, and anything at all.
-const tricky = ['1', '2', '5', '0', '-1', '01', '1.0', '1e2', '0x1', ' 1', '2147483647', '2147483648', '9007199254740993', 'NaN', 'null', 'true', '[]', '{}', '{"$gt":0}', '%', '%00', '\u0000', '../', '<script>'];
+const tricky = [
+  '1',
+  '2',
+  '5',
+  '0',
+  '-1',
+  '01',
+  '1.0',
+  '1e2',
+  '0x1',
+  ' 1',
+  '2147483647',
+  '2147483648',
+  '9007199254740993',
+  'NaN',
+  'null',
+  'true',
+  '[]',
+  '{}',
+  '{"$gt":0}',
+  '%',
+  '%00',
+  '\u0000',
+  '../',
+  '<script>',
+];
 const parameterName = fc.oneof(
-  fc.constantFrom('id', 'id[]', 'id[$gt]', 'id[0]', 'id[id]', 'quota', 'ID', '__proto__', 'constructor[prototype][id]', 'user_id', 'userId'),
+  fc.constantFrom(
+    'id',
+    'id[]',
+    'id[$gt]',
+    'id[0]',
+    'id[id]',
+    'quota',
+    'ID',
+    '__proto__',
+    'constructor[prototype][id]',
+    'user_id',
+    'userId',
+  ),
   fc.string({ maxLength: 8 }),
 );
-const parameterValue = fc.oneof(fc.constantFrom(...tricky), fc.integer().map(String), fc.string({ maxLength: 12 }), fc.string({ unit: 'binary', maxLength: 6 }));
+const parameterValue = fc.oneof(
+  fc.constantFrom(...tricky),
+  fc.integer().map(String),
+  fc.string({ maxLength: 12 }),
+  fc.string({ unit: 'binary', maxLength: 6 }),
+);
 const encodedQuery = fc
   .array(fc.tuple(parameterName, parameterValue), { maxLength: 4 })
   .map((pairs) => pairs.map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`).join('&'));
@@ -78,12 +121,31 @@ const rawQuery = fc.string({ unit: fc.constantFrom(...'id=&[]%$gt0129.-+e,;:/?#\
 const queryString = fc.oneof(encodedQuery, rawQuery).map((query) => (query === '' ? '' : `?${query}`));
 
 const jsonBody = fc.oneof(
-  fc.record({ quota: fc.oneof(fc.integer(), fc.double(), fc.string(), fc.constant(null), fc.jsonValue({ maxDepth: 2 })) }, { requiredKeys: [] }).map((value) => JSON.stringify(value)),
+  fc
+    .record(
+      { quota: fc.oneof(fc.integer(), fc.double(), fc.string(), fc.constant(null), fc.jsonValue({ maxDepth: 2 })) },
+      { requiredKeys: [] },
+    )
+    .map((value) => JSON.stringify(value)),
   fc.json({ maxDepth: 3 }),
 );
-const body = fc.oneof(jsonBody, fc.string({ maxLength: 40 }), fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.from(bytes)));
-const contentType = fc.constantFrom(undefined, 'application/json', 'application/json; charset=utf-8', 'application/json; charset=latin1', 'application/json; charset=klingon', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data');
-const method = (usual: string) => fc.oneof({ weight: 4, arbitrary: fc.constant(usual) }, fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'));
+const body = fc.oneof(
+  jsonBody,
+  fc.string({ maxLength: 40 }),
+  fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.from(bytes)),
+);
+const contentType = fc.constantFrom(
+  undefined,
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/json; charset=latin1',
+  'application/json; charset=klingon',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data',
+);
+const method = (usual: string) =>
+  fc.oneof({ weight: 4, arbitrary: fc.constant(usual) }, fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'));
 
 describe('fuzzing the REST endpoints', () => {
   for (const route of legacyRoutes) {
@@ -121,7 +183,10 @@ describe('fuzzing GraphQL', () => {
     fc.jsonValue({ maxDepth: 2 }),
   );
   const variables = fc.oneof(
-    { weight: 4, arbitrary: fc.dictionary(fc.constantFrom('first', 'after', 'id', 'quota', 'userId', '__proto__'), variableValue, { maxKeys: 4 }) },
+    {
+      weight: 4,
+      arbitrary: fc.dictionary(fc.constantFrom('first', 'after', 'id', 'quota', 'userId', '__proto__'), variableValue, { maxKeys: 4 }),
+    },
     fc.jsonValue({ maxDepth: 2 }),
   );
 
@@ -136,15 +201,17 @@ describe('fuzzing GraphQL', () => {
 
   it('keeps /graphql sound for any request body', async () => {
     const requestBody = fc.oneof(
-      fc.record(
-        {
-          query: fc.oneof(fc.constantFrom(...operations), fc.string({ maxLength: 40 }), fc.jsonValue({ maxDepth: 1 })),
-          variables: variables,
-          operationName: fc.oneof(fc.constantFrom('Page', 'One', 'Delete', 'Nope'), fc.jsonValue({ maxDepth: 1 })),
-          extensions: fc.jsonValue({ maxDepth: 2 }),
-        },
-        { requiredKeys: [] },
-      ).map((value) => JSON.stringify(value)),
+      fc
+        .record(
+          {
+            query: fc.oneof(fc.constantFrom(...operations), fc.string({ maxLength: 40 }), fc.jsonValue({ maxDepth: 1 })),
+            variables: variables,
+            operationName: fc.oneof(fc.constantFrom('Page', 'One', 'Delete', 'Nope'), fc.jsonValue({ maxDepth: 1 })),
+            extensions: fc.jsonValue({ maxDepth: 2 }),
+          },
+          { requiredKeys: [] },
+        )
+        .map((value) => JSON.stringify(value)),
       fc.json({ maxDepth: 3 }),
       fc.string({ maxLength: 40 }),
     );
@@ -159,8 +226,29 @@ describe('fuzzing GraphQL', () => {
 
 describe('fuzzing paths', () => {
   const segment = fc.oneof(
-    fc.constantFrom('conversation', 'list', 'load', 'delete', 'quota', 'buy', 'package', 'graphql', 'GRAPHQL', 'openapi.json', 'playground', 'assets', '..', '.', '%2e%2e', '%2f', '%', '%zz', '%00', ''),
-    fc.string({ unit: fc.constantFrom(...'abcdeqrz0129.-_~%!$&\'()*+,;=:@'.split('')), maxLength: 10 }),
+    fc.constantFrom(
+      'conversation',
+      'list',
+      'load',
+      'delete',
+      'quota',
+      'buy',
+      'package',
+      'graphql',
+      'GRAPHQL',
+      'openapi.json',
+      'playground',
+      'assets',
+      '..',
+      '.',
+      '%2e%2e',
+      '%2f',
+      '%',
+      '%zz',
+      '%00',
+      '',
+    ),
+    fc.string({ unit: fc.constantFrom(..."abcdeqrz0129.-_~%!$&'()*+,;=:@".split('')), maxLength: 10 }),
   );
   const path = fc.array(segment, { minLength: 1, maxLength: 4 }).map((segments) => `/${segments.join('/')}`);
 

@@ -2,12 +2,13 @@ import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { parse, print } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+
 import { defineRoute, succeeded } from '../../src/rest/route.js';
 import { legacyRoutes } from '../../src/rest/routes.js';
 import { OPERATION_LIMITS } from '../../src/security/operation-limits.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
-import { json, postGraphql, send, type RawAnswer } from './http.js';
+import { json, postGraphql, type RawAnswer, send } from './http.js';
 
 const ALICE = 1;
 
@@ -73,7 +74,11 @@ describe('limits on /graphql', () => {
   it('counts aliases of __typename like any other', async () => {
     await expectAnswered(`{ ${repeat(OPERATION_LIMITS.aliases, (i) => `t${i}: __typename`)} }`);
     // The audit sent 300, which the limit let through.
-    await expectRefused(`{ ${repeat(300, (i) => `t${i}: __typename`)} }`, 'GRAPHQL_VALIDATION_FAILED', /Aliases limit of 15 exceeded, found 300/);
+    await expectRefused(
+      `{ ${repeat(300, (i) => `t${i}: __typename`)} }`,
+      'GRAPHQL_VALIDATION_FAILED',
+      /Aliases limit of 15 exceeded, found 300/,
+    );
   });
 
   it('counts aliases hidden in fragments', async () => {
@@ -149,7 +154,9 @@ describe('limits on /graphql', () => {
     it('prices fragments that spread fragments twice over, 60 levels deep, at once', async () => {
       const levels = 60;
       const fragments = Array.from({ length: levels }, (_, level) =>
-        level === levels - 1 ? `fragment F${level} on Query { quota }` : `fragment F${level} on Query { ...F${level + 1} ...F${level + 1} }`,
+        level === levels - 1
+          ? `fragment F${level} on Query { quota }`
+          : `fragment F${level} on Query { ...F${level + 1} ...F${level + 1} }`,
       ).join(' ');
       const { answer } = await run(`{ ...F0 } ${fragments}`);
       expect(json(answer).errors[0].message).toMatch(/cost limit of 5000 exceeded, found 5764\d{14}\./);
@@ -158,7 +165,8 @@ describe('limits on /graphql', () => {
 
     it('counts a fragment at its full cost each time it is spread', async () => {
       // Each spread: 1 + 100 × (1 node + 1 field) = 201; 24 of them cost 4 824, 25 cost 5 025.
-      const spreads = (count: number) => `{ ${repeat(count, () => '...Page')} } fragment Page on Query { conversations { nodes { name } } }`;
+      const spreads = (count: number) =>
+        `{ ${repeat(count, () => '...Page')} } fragment Page on Query { conversations { nodes { name } } }`;
       await expectAnswered(spreads(24));
       await expectRefused(spreads(25), 'GRAPHQL_VALIDATION_FAILED', /cost limit of 5000 exceeded, found 5025/);
     });
@@ -220,14 +228,17 @@ describe('the REST layer', () => {
     `query Pages { a: conversations(first: ${first}) { nodes { id name messages { role content } } } b: conversations(first: ${first}) { nodes { id name messages { role content } } } }`;
 
   it('runs its operations through the same limits as /graphql, refusing them before any resolver runs', async () => {
-    const rest = await startTestGateway({}, {
-      restRoutes: [
-        routeRunning('/aliases/15', aliases(15)),
-        routeRunning('/aliases/16', aliases(16)),
-        routeRunning('/pages/10', twoPages(10)),
-        routeRunning('/pages/100', twoPages(100)),
-      ],
-    });
+    const rest = await startTestGateway(
+      {},
+      {
+        restRoutes: [
+          routeRunning('/aliases/15', aliases(15)),
+          routeRunning('/aliases/16', aliases(16)),
+          routeRunning('/pages/10', twoPages(10)),
+          routeRunning('/pages/100', twoPages(100)),
+        ],
+      },
+    );
     try {
       await rest.seed({ users: [{ id: ALICE, username: 'alice', quota: 12.5 }] });
       const headers = { authorization: `Bearer ${await rest.token(ALICE)}` };
@@ -257,8 +268,12 @@ describe('the REST layer', () => {
     it(`keeps the operation of ${route.method} ${route.path} within every limit`, async () => {
       const variables = { id: 1, quota: 1, name: 'Renamed' };
       const operation = route.operation.definitions[0]!;
-      const wanted = operation.kind === 'OperationDefinition' ? (operation.variableDefinitions ?? []).map((v) => v.variable.name.value) : [];
-      const { answer } = await run(print(route.operation), Object.fromEntries(wanted.map((name) => [name, variables[name as keyof typeof variables]])));
+      const wanted =
+        operation.kind === 'OperationDefinition' ? (operation.variableDefinitions ?? []).map((v) => v.variable.name.value) : [];
+      const { answer } = await run(
+        print(route.operation),
+        Object.fromEntries(wanted.map((name) => [name, variables[name as keyof typeof variables]])),
+      );
       const codes = (json(answer).errors ?? []).map((error: { extensions: { code: string } }) => error.extensions.code);
       expect(codes).not.toContain('GRAPHQL_VALIDATION_FAILED');
       expect(codes).not.toContain('GRAPHQL_PARSE_FAILED');

@@ -1,7 +1,9 @@
 import { readdir, readFile, readlink, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnNode, type NodeProcess } from '../support/node-process.js';
+
+import { type NodeProcess, spawnNode } from '../support/node-process.js';
 
 /** The inodes of a process's open sockets (/proc/PID/fd). */
 async function socketInodes(pid: number): Promise<Set<string>> {
@@ -44,7 +46,13 @@ describe.skipIf(process.platform !== 'linux')('the engine started by npm start',
   let socketPath: string;
 
   beforeAll(async () => {
-    gateway = spawnNode('dist/main.js', [], { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', NODE_ENV: 'production', SHUTDOWN_DELAY_MS: '0' });
+    gateway = spawnNode('dist/main.js', [], {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      NODE_ENV: 'production',
+      SHUTDOWN_DELAY_MS: '0',
+    });
     const [logLine] = await gateway.waitFor(/^\{.*"msg":"listening".*\}$/m);
     url = (JSON.parse(logLine) as { url: string }).url;
     socketPath = (await listeningUnixSockets(gateway.child.pid!))[0] ?? '';

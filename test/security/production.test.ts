@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
-import { json, postGraphql, send, type RawAnswer } from './http.js';
+import { json, postGraphql, type RawAnswer, send } from './http.js';
 
 const ALICE = 1;
 /** A stored conversation without a name: the schema promises one, so reading it is an internal error. */
@@ -24,10 +25,7 @@ let development: TestGateway;
 let authorization: string;
 
 beforeAll(async () => {
-  [production, development] = await Promise.all([
-    startWithBrokenConversation({ NODE_ENV: 'production' }),
-    startWithBrokenConversation({}),
-  ]);
+  [production, development] = await Promise.all([startWithBrokenConversation({ NODE_ENV: 'production' }), startWithBrokenConversation({})]);
   authorization = `Bearer ${await production.token(ALICE)}`;
 });
 
@@ -45,7 +43,9 @@ describe('an internal error in production', () => {
     expect(requestId).toMatch(/^[\w-]{8,}$/);
     expect(json(answer)).toEqual({
       data: { conversation: null },
-      errors: [{ message: 'internal server error', path: ['conversation', 'name'], extensions: { code: 'INTERNAL_SERVER_ERROR', requestId } }],
+      errors: [
+        { message: 'internal server error', path: ['conversation', 'name'], extensions: { code: 'INTERNAL_SERVER_ERROR', requestId } },
+      ],
     });
   });
 
@@ -91,16 +91,31 @@ describe('what production does not tell', () => {
     const [inProduction, inDevelopment] = await Promise.all([ask(production), ask(development)]);
     expect(json(inDevelopment).errors[0].message).toContain('of type "ConversationConnection!" must have a selection of subfields');
     expect(inProduction.status).toBe(400);
-    const generic = { errors: [{ message: 'the operation is not valid (the reason is shown outside production)', extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }] };
+    const generic = {
+      errors: [
+        {
+          message: 'the operation is not valid (the reason is shown outside production)',
+          extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
+        },
+      ],
+    };
     expect(json(inProduction)).toEqual(generic);
     // One error, without places, however many names are wrong: which ones were right stays untold.
-    const several = await postGraphql(production.url, { query: '{ quota user conversations { totalCount nodes { id email } } viewer }' }, { authorization });
+    const several = await postGraphql(
+      production.url,
+      { query: '{ quota user conversations { totalCount nodes { id email } } viewer }' },
+      { authorization },
+    );
     expect(json(several)).toEqual(generic);
   });
 
   it('suggests no type or argument names for bad variables and arguments either', async () => {
     const answers: RawAnswer[] = await Promise.all([
-      postGraphql(production.url, { query: 'query ($id: Int!) { conversation(id: $id) { id } }', variables: { id: 'x' } }, { authorization }),
+      postGraphql(
+        production.url,
+        { query: 'query ($id: Int!) { conversation(id: $id) { id } }', variables: { id: 'x' } },
+        { authorization },
+      ),
       postGraphql(production.url, { query: '{ conversation(di: 1) { id } }' }, { authorization }),
       postGraphql(production.url, { query: 'query ($id: Itn!) { conversation(id: $id) { id } }' }, { authorization }),
     ]);
@@ -117,11 +132,26 @@ describe('what production does not tell', () => {
     ['a body over the limit', () => postGraphql(production.url, { query: `{ quota } #${'x'.repeat(200_000)}` }, { authorization })],
     ['an operation over the limits', () => postGraphql(production.url, { query: `{ ${'quota '.repeat(2_000)}}` }, { authorization })],
     ['an unknown operation name', () => postGraphql(production.url, { query: '{ quota }', operationName: 'Nope' }, { authorization })],
-    ['a variable of the wrong type', () => postGraphql(production.url, { query: 'query ($f: Int) { conversations(first: $f) { totalCount } }', variables: { f: 1.5 } }, { authorization })],
-    ['a cursor from elsewhere', () => postGraphql(production.url, { query: '{ conversations(after: "x") { totalCount } }' }, { authorization })],
+    [
+      'a variable of the wrong type',
+      () =>
+        postGraphql(
+          production.url,
+          { query: 'query ($f: Int) { conversations(first: $f) { totalCount } }', variables: { f: 1.5 } },
+          { authorization },
+        ),
+    ],
+    [
+      'a cursor from elsewhere',
+      () => postGraphql(production.url, { query: '{ conversations(after: "x") { totalCount } }' }, { authorization }),
+    ],
     ['an unknown path', () => send(production.url, { path: '/admin' })],
     ['a bad id on REST', () => send(production.url, { path: '/conversation/load?id[$gt]=0', headers: { authorization } })],
-    ['malformed JSON on /buy', () => send(production.url, { method: 'POST', path: '/buy', headers: { authorization, 'content-type': 'application/json' }, body: '{' })],
+    [
+      'malformed JSON on /buy',
+      () =>
+        send(production.url, { method: 'POST', path: '/buy', headers: { authorization, 'content-type': 'application/json' }, body: '{' }),
+    ],
   ];
   for (const [name, ask] of hostile) {
     it(`answers ${name} with a 4xx or status:false JSON body and no internals`, async () => {

@@ -1,8 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { startTestSidecar } from '../support/sidecar.js';
-import { json, send, type RawAnswer, type RawRequest } from './http.js';
+import { json, type RawAnswer, type RawRequest, send } from './http.js';
 
 /** Per caller: 5 a second, plus a burst of 10 in any 10 seconds; per address ten times that. */
 const RATE = 5;

@@ -1,10 +1,12 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { documentIdOf } from '../../src/security/trusted-documents.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
-import { discoverSchema, schemaNames, type Discovery } from '../support/schema-discovery.js';
+import { discoverSchema, type Discovery, schemaNames } from '../support/schema-discovery.js';
 import { postGraphql } from './http.js';
 
 /** What a clairvoyance-style guess learns of the schema from `gateway`. */

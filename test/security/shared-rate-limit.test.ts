@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { withDatabaseName } from '../../src/db/uri.js';
 import { startTestDatabase } from '../support/database.js';
 import { startEmbeddedDbProcess } from '../support/embedded-db-process.js';
-import { spawnNode, type NodeProcess } from '../support/node-process.js';
+import { type NodeProcess, spawnNode } from '../support/node-process.js';
 import { postGraphql } from './http.js';
 
 const SECRET = 'shared-limits-secret-0123456789';

@@ -1,5 +1,7 @@
 import { connect, type Socket } from 'node:net';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { HTTP_SERVER_LIMITS } from '../../src/limits.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { send } from './http.js';
@@ -79,7 +81,9 @@ describe('a request refused before its body is read', () => {
     const flooder = '127.0.0.77';
     const answers = await Promise.all(Array.from({ length: 40 }, () => send(gateway.url, { path: '/healthz/no', localAddress: flooder })));
     expect(answers.some((answer) => answer.status === 429)).toBe(true);
-    const exchange = trickle(post('/graphql', { authorization, 'content-type': 'application/json', 'content-length': 100_000 }), { localAddress: flooder });
+    const exchange = trickle(post('/graphql', { authorization, 'content-type': 'application/json', 'content-length': 100_000 }), {
+      localAddress: flooder,
+    });
     expect(await exchange.answer).toMatch(/^HTTP\/1\.1 429 /);
     expect(await exchange.closedAfterMs).toBeLessThan(PROMPTLY_MS);
   });

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+
 import { loadConfig } from '../../src/config.js';
 import { addressKey } from '../../src/security/rate-limit.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
@@ -60,7 +61,10 @@ describe('the per-address limit for IPv6 clients', () => {
 
   it('counts an IPv4-mapped IPv6 address as the IPv4 address it maps', async () => {
     gateway = await startTestGateway({ RATE_LIMIT: '1', TRUST_PROXY: 'loopback' });
-    await askFrom(gateway.url, Array.from({ length: 60 }, () => '::ffff:198.51.100.7'));
+    await askFrom(
+      gateway.url,
+      Array.from({ length: 60 }, () => '::ffff:198.51.100.7'),
+    );
     expect(await askFrom(gateway.url, ['198.51.100.7'])).toEqual([429]);
   });
 

@@ -1,5 +1,6 @@
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { secretKey } from '../../src/auth/access-token.js';
 import { Authenticator } from '../../src/auth/authenticator.js';
 import { ManualClock } from '../support/clock.js';
@@ -26,11 +27,18 @@ afterAll(() => gateway?.stop());
 /** A token for `userId` that expires `seconds` after the clock's now (with a distinct `jti`, so each one is new). */
 function tokenExpiringIn(userId: number, seconds: number, jti = String(Math.random())): Promise<string> {
   const now = Math.floor(clock.now() / 1000);
-  return new SignJWT({ jti }).setProtectedHeader({ alg: 'HS256' }).setSubject(String(userId)).setIssuedAt(now).setExpirationTime(now + seconds).sign(key);
+  return new SignJWT({ jti })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setSubject(String(userId))
+    .setIssuedAt(now)
+    .setExpirationTime(now + seconds)
+    .sign(key);
 }
 
-const restQuota = async (token: string) => (await send(gateway.url, { path: '/quota', headers: { authorization: `Bearer ${token}` } })).status;
-const graphqlQuota = async (token: string) => (await postGraphql(gateway.url, { query: '{ quota }' }, { authorization: `Bearer ${token}` })).status;
+const restQuota = async (token: string) =>
+  (await send(gateway.url, { path: '/quota', headers: { authorization: `Bearer ${token}` } })).status;
+const graphqlQuota = async (token: string) =>
+  (await postGraphql(gateway.url, { query: '{ quota }' }, { authorization: `Bearer ${token}` })).status;
 
 describe('a verified token is accepted until its exp, and not after, though it is held', () => {
   for (const [surface, call] of [
@@ -68,9 +76,13 @@ describe('a verified token is accepted until its exp, and not after, though it i
   });
 
   it('an API key removed from the database is refused at once: keys are never held', async () => {
-    expect(await send(gateway.url, { path: '/quota', headers: { authorization: `Bearer ${API_KEY}` } }).then((answer) => answer.status)).toBe(200);
+    expect(
+      await send(gateway.url, { path: '/quota', headers: { authorization: `Bearer ${API_KEY}` } }).then((answer) => answer.status),
+    ).toBe(200);
     await gateway.models.apiKeys.deleteMany({ userId: ALICE });
-    expect(await send(gateway.url, { path: '/quota', headers: { authorization: `Bearer ${API_KEY}` } }).then((answer) => answer.status)).toBe(401);
+    expect(
+      await send(gateway.url, { path: '/quota', headers: { authorization: `Bearer ${API_KEY}` } }).then((answer) => answer.status),
+    ).toBe(401);
   });
 });
 

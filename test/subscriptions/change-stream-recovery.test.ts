@@ -1,16 +1,17 @@
-import { startEmbeddedServer, type EmbeddedServer } from '@chat-gateway/embedded-mongodb';
-import { MongoClient, type Db } from 'mongodb';
+import { type EmbeddedServer, startEmbeddedServer } from '@chat-gateway/embedded-mongodb';
+import { type Db, MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { loadConfig } from '../../src/config.js';
 import { withDatabaseName } from '../../src/db/uri.js';
 import { loadSeed } from '../../src/seed/seed-file.js';
-import { startService, type RunningService } from '../../src/service.js';
-import { captureLog, type CapturedLog } from '../support/captured-log.js';
+import { type RunningService, startService } from '../../src/service.js';
+import { type CapturedLog, captureLog } from '../support/captured-log.js';
 import { TEST_JWT_SECRET } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { connectAs, type Operation, type TestSocket } from '../support/websocket.js';
-import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { subscriptionsRunning } from './helpers.js';
 
 const DATABASE = 'recovery';
@@ -75,16 +76,30 @@ describe('change streams across database hiccups', () => {
     expect((await quota.next()).payload).toEqual({ data: { quota: 10 } });
 
     proxy.cut();
-    await db().collection('users').updateOne({ id: 1 }, { $inc: { balanceUnits: 10_000 } });
-    await db().collection('conversations').updateOne({ userId: 1, id: 1 }, { $set: { name: 'Written while cut off' } });
-    await db().collection('users').updateOne({ id: 1 }, { $inc: { balanceUnits: 10_000 } });
-    await expect.poll(() => logged('change stream interrupted: reopening it from its last change once the database answers').length, { timeout: 10_000 }).toBe(2);
+    await db()
+      .collection('users')
+      .updateOne({ id: 1 }, { $inc: { balanceUnits: 10_000 } });
+    await db()
+      .collection('conversations')
+      .updateOne({ userId: 1, id: 1 }, { $set: { name: 'Written while cut off' } });
+    await db()
+      .collection('users')
+      .updateOne({ id: 1 }, { $inc: { balanceUnits: 10_000 } });
+    await expect
+      .poll(() => logged('change stream interrupted: reopening it from its last change once the database answers').length, {
+        timeout: 10_000,
+      })
+      .toBe(2);
     proxy.restore();
 
     expect((await quota.next(10_000)).payload).toEqual({ data: { quota: 11 } });
     expect((await quota.next()).payload).toEqual({ data: { quota: 12 } });
-    expect((await events.next(10_000)).payload).toEqual({ data: { conversationEvents: { kind: 'UPDATED', id: 1, conversation: { name: 'Written while cut off' } } } });
-    await expect.poll(() => logged('change stream reopened after its last change: no change was missed').length, { timeout: 10_000 }).toBe(2);
+    expect((await events.next(10_000)).payload).toEqual({
+      data: { conversationEvents: { kind: 'UPDATED', id: 1, conversation: { name: 'Written while cut off' } } },
+    });
+    await expect
+      .poll(() => logged('change stream reopened after its last change: no change was missed').length, { timeout: 10_000 })
+      .toBe(2);
     const metrics = await scrapeMetrics(service.url);
     expect(sample(metrics, 'mongodb_change_stream_restarts_total', { collection: 'users', resumed: 'true' })).toBe(1);
     expect(sample(metrics, 'mongodb_change_stream_restarts_total', { collection: 'conversations', resumed: 'true' })).toBe(1);
@@ -109,8 +124,13 @@ describe('change streams across database hiccups', () => {
     expect(lost.payload[0].message).toMatch(/^events were lost .*: load the list again and subscribe again$/);
 
     const again = await subscribe('subscription { conversationEvents { kind id conversation { name } } }');
-    await fresh.db(DATABASE).collection('conversations').insertOne({ userId: 1, id: 5, name: 'After the restart', model: 'gpt-4o', enableWeb: false, messages: [] });
-    expect((await again.next()).payload).toEqual({ data: { conversationEvents: { kind: 'CREATED', id: 5, conversation: { name: 'After the restart' } } } });
+    await fresh
+      .db(DATABASE)
+      .collection('conversations')
+      .insertOne({ userId: 1, id: 5, name: 'After the restart', model: 'gpt-4o', enableWeb: false, messages: [] });
+    expect((await again.next()).payload).toEqual({
+      data: { conversationEvents: { kind: 'CREATED', id: 5, conversation: { name: 'After the restart' } } },
+    });
     const metrics = await scrapeMetrics(service.url);
     expect(sample(metrics, 'mongodb_change_stream_restarts_total', { collection: 'users', resumed: 'false' })).toBe(1);
     await fresh.close();

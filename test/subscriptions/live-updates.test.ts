@@ -1,6 +1,7 @@
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { connectAs, type Operation, type OperationMessage, type TestSocket } from '../support/websocket.js';
 import { subscriptionsRunning } from './helpers.js';
@@ -74,7 +75,9 @@ describe('Subscription.quota', () => {
     sockets.push(socket);
     // Increments before, while and after the subscription starts and reads the balance.
     const writes = Array.from({ length: 60 }, (_, index) =>
-      new Promise((resolve) => setTimeout(resolve, index)).then(() => gateway.models.users.updateOne({ id: 2 }, { $inc: { balanceUnits: 100 } })),
+      new Promise((resolve) => setTimeout(resolve, index)).then(() =>
+        gateway.models.users.updateOne({ id: 2 }, { $inc: { balanceUnits: 100 } }),
+      ),
     );
     const quota = socket.subscribe('subscription { quota }');
     await Promise.all(writes);
@@ -90,7 +93,9 @@ describe('Subscription.conversationEvents', () => {
   it('tells of conversations created, updated and deleted, by the API and by other writers, each resolved as it is now', async () => {
     const events = await subscribed(1, EVENTS);
 
-    const renamed = await graphql(gateway, 'mutation { renameConversation(id: 1, name: "Lisbon, 3 days") { ok } }', { authorization: await authorization(1) });
+    const renamed = await graphql(gateway, 'mutation { renameConversation(id: 1, name: "Lisbon, 3 days") { ok } }', {
+      authorization: await authorization(1),
+    });
     expect(renamed.body.data).toEqual({ renameConversation: { ok: true } });
     expect(data(await events.next()).conversationEvents).toEqual({
       kind: 'UPDATED',
@@ -106,7 +111,11 @@ describe('Subscription.conversationEvents', () => {
     ]);
 
     await gateway.models.conversations.create({ userId: 1, id: 7, name: 'New chat', model: 'gpt-4o', enableWeb: true, messages: [] });
-    expect(data(await events.next()).conversationEvents).toEqual({ kind: 'CREATED', id: 7, conversation: { id: 7, name: 'New chat', messages: [] } });
+    expect(data(await events.next()).conversationEvents).toEqual({
+      kind: 'CREATED',
+      id: 7,
+      conversation: { id: 7, name: 'New chat', messages: [] },
+    });
 
     const deleted = await graphql(gateway, 'mutation { deleteConversation(id: 2) { ok } }', { authorization: await authorization(1) });
     expect(deleted.body.data).toEqual({ deleteConversation: { ok: true } });
@@ -133,10 +142,17 @@ describe('Subscription.conversationEvents', () => {
     const events = await subscribed(2, 'subscription { conversationEvents { kind id } }');
     await gateway.models.conversations.create({ userId: 2, id: 2, name: 'Second', model: 'gpt-4o', enableWeb: false, messages: [] });
     expect(data(await events.next()).conversationEvents).toEqual({ kind: 'CREATED', id: 2 });
-    const cleaned = await graphql(gateway, 'mutation { deleteAllConversations { deletedCount } }', { authorization: await authorization(2) });
+    const cleaned = await graphql(gateway, 'mutation { deleteAllConversations { deletedCount } }', {
+      authorization: await authorization(2),
+    });
     expect(cleaned.body.data).toEqual({ deleteAllConversations: { deletedCount: 2 } });
     const ids = [data(await events.next()).conversationEvents, data(await events.next()).conversationEvents];
-    expect(ids).toEqual(expect.arrayContaining([{ kind: 'DELETED', id: 1 }, { kind: 'DELETED', id: 2 }]));
+    expect(ids).toEqual(
+      expect.arrayContaining([
+        { kind: 'DELETED', id: 1 },
+        { kind: 'DELETED', id: 2 },
+      ]),
+    );
   });
 });
 
@@ -155,7 +171,11 @@ describe("graphql-ws's own client, as the README shows it", () => {
           {
             next: ({ data }) => {
               values.push(data!.quota);
-              if (values.length === 1) gateway.models.users.updateOne({ id: 1 }, { $inc: { balanceUnits: 5_000 } }).exec().catch(reject);
+              if (values.length === 1)
+                gateway.models.users
+                  .updateOne({ id: 1 }, { $inc: { balanceUnits: 5_000 } })
+                  .exec()
+                  .catch(reject);
               if (values.length === 2) resolve();
             },
             error: reject,

@@ -1,16 +1,18 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { withDatabaseName } from '../../src/db/uri.js';
 import type { SeedData } from '../../src/seed/seed-file.js';
 import type { SsoStub } from '../../src/sso-stub/stub-server.js';
 import { buy, officialProcessEnvironment, startStub, SUCCESS } from '../billing/official.js';
 import { runCommand } from '../support/command.js';
-import { startEmbeddedDbProcess, type EmbeddedDbProcess } from '../support/embedded-db-process.js';
+import { type EmbeddedDbProcess, startEmbeddedDbProcess } from '../support/embedded-db-process.js';
 import { graphql, TEST_JWT_SECRET } from '../support/gateway.js';
-import { spawnNode, type NodeProcess } from '../support/node-process.js';
+import { type NodeProcess, spawnNode } from '../support/node-process.js';
 import { connectAs, type Operation, type OperationMessage, type TestSocket } from '../support/websocket.js';
 import { subscriptionsRunning } from './helpers.js';
 
@@ -26,7 +28,10 @@ interface GatewayProcess {
 /** `node dist/main.js` (what `npm start` runs once built) with `environment`; resolves once it listens. */
 async function startGatewayProcess(environment: Record<string, string>): Promise<GatewayProcess> {
   const process = spawnNode('dist/main.js', [], environment);
-  const [, url] = (await process.waitFor(/listening on (http:\/\/[\d.:]+)/, { timeoutMs: 30_000, stream: 'stderr' })) as unknown as [string, string];
+  const [, url] = (await process.waitFor(/listening on (http:\/\/[\d.:]+)/, { timeoutMs: 30_000, stream: 'stderr' })) as unknown as [
+    string,
+    string,
+  ];
   return { process, url };
 }
 
@@ -130,7 +135,9 @@ describe('two gateway processes on one embedded-db process', () => {
     const renamed = await graphql(second, 'mutation { renameConversation(id: 1, name: "Lisbon in May") { ok } }', { authorization });
     expect(renamed.body.data).toEqual({ renameConversation: { ok: true } });
     event = await arrival(aliceEvents, started);
-    expect(event.message.payload).toEqual({ data: { conversationEvents: { kind: 'UPDATED', id: 1, conversation: { name: 'Lisbon in May' } } } });
+    expect(event.message.payload).toEqual({
+      data: { conversationEvents: { kind: 'UPDATED', id: 1, conversation: { name: 'Lisbon in May' } } },
+    });
     delays.rename = event.ms;
 
     started = performance.now();
@@ -146,8 +153,12 @@ describe('two gateway processes on one embedded-db process', () => {
     expect(bobQuota.pending()).toEqual([]);
 
     // And Bob's own change reaches Bob alone.
-    await graphql(second, 'mutation { renameConversation(id: 1, name: "Bob renamed") { ok } }', { authorization: `Bearer ${await token(2)}` });
-    expect((await bobEvents.next()).payload).toEqual({ data: { conversationEvents: { kind: 'UPDATED', id: 1, conversation: { name: 'Bob renamed' } } } });
+    await graphql(second, 'mutation { renameConversation(id: 1, name: "Bob renamed") { ok } }', {
+      authorization: `Bearer ${await token(2)}`,
+    });
+    expect((await bobEvents.next()).payload).toEqual({
+      data: { conversationEvents: { kind: 'UPDATED', id: 1, conversation: { name: 'Bob renamed' } } },
+    });
     expect(aliceEvents.pending()).toEqual([]);
   });
 

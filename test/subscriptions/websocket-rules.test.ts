@@ -1,8 +1,10 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { secretKey } from '../../src/auth/access-token.js';
 import { BODY_LIMIT_BYTES } from '../../src/limits.js';
 import { OPERATION_LIMITS } from '../../src/security/operation-limits.js';
@@ -10,7 +12,7 @@ import { documentIdOf } from '../../src/security/trusted-documents.js';
 import { ManualClock } from '../support/clock.js';
 import { graphql, startTestGateway, TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
-import { connect, connectAs, refusalOf, type Operation, type TestSocket } from '../support/websocket.js';
+import { connect, connectAs, type Operation, refusalOf, type TestSocket } from '../support/websocket.js';
 import { subscriptionsRunning } from './helpers.js';
 
 const API_KEY = 'sk-alice-websocket-0123456789';
@@ -26,7 +28,12 @@ const repeat = (count: number, piece: (index: number) => string) => Array.from({
 /** A token for `userId` that expires `seconds` after `clock`'s now. */
 function tokenExpiringIn(clock: ManualClock, userId: number, seconds: number): Promise<string> {
   const now = Math.floor(clock.now() / 1000);
-  return new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject(String(userId)).setIssuedAt(now).setExpirationTime(now + seconds).sign(secretKey(TEST_JWT_SECRET));
+  return new SignJWT({})
+    .setProtectedHeader({ alg: 'HS256' })
+    .setSubject(String(userId))
+    .setIssuedAt(now)
+    .setExpirationTime(now + seconds)
+    .sign(secretKey(TEST_JWT_SECRET));
 }
 
 /** The first reply to a subscribe message that is refused before it runs: a GraphQL error of `code`. */
@@ -69,8 +76,17 @@ describe('who may open a socket', () => {
 
   it('closes with 4403 before any operation when the credential is missing, wrong or expired', async () => {
     const expired = await tokenExpiringIn(clock, 1, -60);
-    const otherSecret = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('1').sign(secretKey('another-secret-of-enough-length'));
-    for (const connectionParams of [{}, { Authorization: 'Bearer nonsense' }, { Authorization: `Bearer ${otherSecret}` }, { Authorization: `Bearer ${expired}` }, { Authorization: 'sk-unknown-0123456789' }]) {
+    const otherSecret = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject('1')
+      .sign(secretKey('another-secret-of-enough-length'));
+    for (const connectionParams of [
+      {},
+      { Authorization: 'Bearer nonsense' },
+      { Authorization: `Bearer ${otherSecret}` },
+      { Authorization: `Bearer ${expired}` },
+      { Authorization: 'sk-unknown-0123456789' },
+    ]) {
       const socket = await connect(gateway.url, { connectionParams });
       await expect(socket.acknowledged).rejects.toThrow();
       expect(await socket.closed).toEqual({ code: 4403, reason: 'Forbidden' });
@@ -97,7 +113,9 @@ describe('who may open a socket', () => {
       const socket = await connectAs(gateway.url, token, { headers: { origin } });
       await socket.close();
     }
-    const refusal = await refusalOf(connect(gateway.url, { headers: { origin: 'https://evil.example.net' }, connectionParams: { Authorization: token } }));
+    const refusal = await refusalOf(
+      connect(gateway.url, { headers: { origin: 'https://evil.example.net' }, connectionParams: { Authorization: token } }),
+    );
     expect(refusal.status).toBe(403);
     expect(JSON.parse(refusal.body).errors[0]).toMatchObject({ extensions: { code: 'FORBIDDEN' } });
   });
@@ -124,7 +142,11 @@ describe('what a socket may run', () => {
 
   it('refuses documents over the limits HTTP has, before anything is read', async () => {
     const commands = await gateway.commandsDuring(async () => {
-      await expectRefused(socket.subscribe(`subscription { ${repeat(OPERATION_LIMITS.tokens, () => '__typename')} }`), 'GRAPHQL_PARSE_FAILED', /Document contains more th.. 1000 tokens/);
+      await expectRefused(
+        socket.subscribe(`subscription { ${repeat(OPERATION_LIMITS.tokens, () => '__typename')} }`),
+        'GRAPHQL_PARSE_FAILED',
+        /Document contains more th.. 1000 tokens/,
+      );
       // Deeper than any path of the schema: refused for its depth as well as for its fields.
       await expectRefused(
         socket.subscribe('subscription { conversationEvents { conversation { messages { role { a { b { c } } } } } } }'),
@@ -132,7 +154,9 @@ describe('what a socket may run', () => {
         /Query depth limit of 6 exceeded/,
       );
       await expectRefused(
-        socket.subscribe(`subscription { conversationEvents { conversation { ${repeat(OPERATION_LIMITS.aliases + 1, (index) => `n${index}: name`)} } } }`),
+        socket.subscribe(
+          `subscription { conversationEvents { conversation { ${repeat(OPERATION_LIMITS.aliases + 1, (index) => `n${index}: name`)} } } }`,
+        ),
         'GRAPHQL_VALIDATION_FAILED',
         /Aliases limit of 15 exceeded/,
       );
@@ -158,7 +182,10 @@ describe('what a socket may run', () => {
     const overHttp = await graphql(gateway, 'subscription { quota }', { authorization: `Bearer ${await gateway.token(1)}` });
     expect(overHttp.status).toBe(400);
     expect(overHttp.body.errors).toMatchObject([
-      { message: 'subscriptions are served over WebSocket (graphql-transport-ws) on this same /graphql endpoint', extensions: { code: 'BAD_REQUEST' } },
+      {
+        message: 'subscriptions are served over WebSocket (graphql-transport-ws) on this same /graphql endpoint',
+        extensions: { code: 'BAD_REQUEST' },
+      },
     ]);
   });
 
@@ -198,7 +225,9 @@ describe('what a socket may run', () => {
 
   it('closes a socket that sends a message over the size limit (1009)', async () => {
     const big = await connectAs(gateway.url, await gateway.token(2));
-    big.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: `subscription { quota } # ${'x'.repeat(BODY_LIMIT_BYTES)}` } }));
+    big.send(
+      JSON.stringify({ id: '1', type: 'subscribe', payload: { query: `subscription { quota } # ${'x'.repeat(BODY_LIMIT_BYTES)}` } }),
+    );
     expect((await big.closed).code).toBe(1009);
   });
 
@@ -216,7 +245,11 @@ describe('what a socket may run', () => {
     expect(await (await fetch(`${gateway.url}/readyz`)).json()).toEqual({ status: 'ready', websockets: 1, subscriptions: 1 });
     quota.complete();
     // The last subscriber of a collection gone, its stream closes (within a server wait of 1 s).
-    await expect.poll(async () => sample(await scrapeMetrics(gateway.url), 'mongodb_change_streams_open', { collection: 'users' }), { timeout: 5_000 }).toBe(0);
+    await expect
+      .poll(async () => sample(await scrapeMetrics(gateway.url), 'mongodb_change_streams_open', { collection: 'users' }), {
+        timeout: 5_000,
+      })
+      .toBe(0);
   });
 });
 
@@ -299,7 +332,9 @@ describe('trusted documents and production answers, as over HTTP', () => {
   it('runs a trusted document named by id (with the empty query graphql-ws requires), by documentId or persisted-query hash', async () => {
     const byId = socket.subscribe('', undefined, { documentId: documentIdOf(LIVE_BALANCE) });
     expect((await byId.next()).payload).toEqual({ data: { quota: 12.5 } });
-    const byHash = socket.subscribe('', undefined, { extensions: { persistedQuery: { version: 1, sha256Hash: documentIdOf(LIVE_BALANCE) } } });
+    const byHash = socket.subscribe('', undefined, {
+      extensions: { persistedQuery: { version: 1, sha256Hash: documentIdOf(LIVE_BALANCE) } },
+    });
     expect((await byHash.next()).payload).toEqual({ data: { quota: 12.5 } });
     byId.complete();
     byHash.complete();
@@ -307,7 +342,10 @@ describe('trusted documents and production answers, as over HTTP', () => {
 
   it('refuses a document text where only trusted documents run, and an unknown id', async () => {
     await expectRefused(socket.subscribe(LIVE_BALANCE), 'PERSISTED_QUERY_ONLY');
-    await expectRefused(socket.subscribe('', undefined, { documentId: documentIdOf('subscription { quota }') }), 'PERSISTED_QUERY_NOT_FOUND');
+    await expectRefused(
+      socket.subscribe('', undefined, { documentId: documentIdOf('subscription { quota }') }),
+      'PERSISTED_QUERY_NOT_FOUND',
+    );
   });
 
   it('answers an invalid document with one error that names nothing of the schema, in production', async () => {
@@ -318,7 +356,12 @@ describe('trusted documents and production answers, as over HTTP', () => {
       const reply = await other.subscribe('subscription { quot conversationEvent { nme } }').next();
       expect(reply).toEqual({
         type: 'error',
-        payload: [{ message: 'the operation is not valid (the reason is shown outside production)', extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }],
+        payload: [
+          {
+            message: 'the operation is not valid (the reason is shown outside production)',
+            extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
+          },
+        ],
       });
       await other.close();
     } finally {

@@ -14,7 +14,9 @@ export const BROKEN = 2;
 export async function seedBrokenConversation(service: Pick<RunningService, 'domains'>): Promise<string> {
   await loadSeed(service.domains, {
     users: [{ id: ALICE, username: 'alice', quota: 3 }],
-    conversations: [{ userId: ALICE, id: 1, name: 'Trip plan', model: 'gpt-4o', enableWeb: false, messages: [{ role: 'user', content: 'hello' }] }],
+    conversations: [
+      { userId: ALICE, id: 1, name: 'Trip plan', model: 'gpt-4o', enableWeb: false, messages: [{ role: 'user', content: 'hello' }] },
+    ],
   });
   await service.domains.conversations.models.conversations.collection.insertOne({
     userId: ALICE,

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+
+import { type Browser, chromium } from 'playwright-core';
 
 /** Debian's Chromium, driven by playwright-core (no browser download). */
 const CHROMIUM = '/usr/bin/chromium';
@@ -19,6 +20,14 @@ export async function launchChromium(): Promise<Browser> {
   if (!hasChromium) throw new Error(`${CHROMIUM} is missing, and CI must run the browser tests: apt-get install chromium`);
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
   });
 }

@@ -1,6 +1,6 @@
 import { loadConfig } from '../../src/config.js';
 import { createLogger, type Logger } from '../../src/logger.js';
-import { startService, type RunningService } from '../../src/service.js';
+import { type RunningService, startService } from '../../src/service.js';
 import { startTestDatabase } from './database.js';
 import { TEST_JWT_SECRET } from './gateway.js';
 
@@ -28,7 +28,9 @@ export function captureLog(): CapturedLog {
 }
 
 /** The real service on a fresh test database, logging at `info` into memory. Tokens: `TEST_JWT_SECRET`. */
-export async function startGatewayWithCapturedLog(environment: Record<string, string> = {}): Promise<RunningService & { log: CapturedLog }> {
+export async function startGatewayWithCapturedLog(
+  environment: Record<string, string> = {},
+): Promise<RunningService & { log: CapturedLog }> {
   const testDatabase = await startTestDatabase();
   const log = captureLog();
   const config = loadConfig({

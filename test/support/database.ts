@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { MongoClient } from 'mongodb';
+
 import { startEmbeddedServer } from '@chat-gateway/embedded-mongodb';
+import { MongoClient } from 'mongodb';
+
 import { withDatabaseName } from '../../src/db/uri.js';
 
 export interface TestDatabase {

@@ -1,4 +1,4 @@
-import { spawnNode, type NodeProcess } from './node-process.js';
+import { type NodeProcess, spawnNode } from './node-process.js';
 
 export interface EmbeddedDbProcess {
   /** e.g. mongodb://127.0.0.1:PORT/?directConnection=true */

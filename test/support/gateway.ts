@@ -1,9 +1,10 @@
 import type { CommandStartedEvent } from 'mongodb';
+
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { loadConfig } from '../../src/config.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import { loadSeed, type SeedData } from '../../src/seed/seed-file.js';
-import { startService, type Domains, type RunningService, type ServiceOptions } from '../../src/service.js';
+import { type Domains, type RunningService, type ServiceOptions, startService } from '../../src/service.js';
 import { startTestDatabase, type TestDatabase } from './database.js';
 
 export const TEST_JWT_SECRET = 'a-test-secret-of-some-length-0123456789';

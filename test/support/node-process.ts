@@ -1,4 +1,4 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -41,7 +41,11 @@ export function spawnNode(script: string, args: string[] = [], env: Record<strin
 export function spawnNpm(args: string[], env: Record<string, string> = {}): NodeProcess {
   return watch(
     `npm ${args.join(' ')}`,
-    spawn('npm', args, { env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true }),
+    spawn('npm', args, {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    }),
   );
 }
 
@@ -102,7 +106,9 @@ function watch(name: string, child: ChildProcess): NodeProcess {
         };
         const timer = setTimeout(() => {
           finish();
-          reject(new Error(`${name} did not print ${pattern} within ${timeoutMs} ms; stdout:\n${output.stdout}\nstderr:\n${output.stderr}`));
+          reject(
+            new Error(`${name} did not print ${pattern} within ${timeoutMs} ms; stdout:\n${output.stdout}\nstderr:\n${output.stderr}`),
+          );
         }, timeoutMs);
         const onExit = () => {
           if (check()) return;

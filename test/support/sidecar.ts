@@ -1,7 +1,7 @@
 import { loadSidecarConfig } from '../../src/config.js';
 import type { Scheduler } from '../../src/http/lifecycle.js';
 import { createLogger, type Logger } from '../../src/logger.js';
-import { startSidecar, type RunningSidecar } from '../../src/rest/sidecar.js';
+import { type RunningSidecar, startSidecar } from '../../src/rest/sidecar.js';
 
 export type TestSidecar = RunningSidecar;
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+
 import WebSocket from 'ws';
 
 /** How a socket ended: its close code and reason as the client saw them. */
@@ -138,7 +139,13 @@ export function connect(baseUrl: string, options: ConnectOptions = {}): Promise<
     socket.once('unexpected-response', (_request, response) => {
       let body = '';
       response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
-      response.on('end', () => reject(Object.assign(new Error(`upgrade refused: ${response.statusCode}`), { refusal: { status: response.statusCode!, headers: response.headers, body } })));
+      response.on('end', () =>
+        reject(
+          Object.assign(new Error(`upgrade refused: ${response.statusCode}`), {
+            refusal: { status: response.statusCode!, headers: response.headers, body },
+          }),
+        ),
+      );
     });
     socket.once('error', (error) => reject(error));
   });
@@ -158,7 +165,11 @@ export async function refusalOf(opening: Promise<TestSocket>): Promise<Refusal> 
 }
 
 /** Opens an authenticated socket and waits for `connection_ack`. */
-export async function connectAs(baseUrl: string, authorization: string, options: Omit<ConnectOptions, 'connectionParams'> = {}): Promise<TestSocket> {
+export async function connectAs(
+  baseUrl: string,
+  authorization: string,
+  options: Omit<ConnectOptions, 'connectionParams'> = {},
+): Promise<TestSocket> {
   const socket = await connect(baseUrl, { ...options, connectionParams: { Authorization: authorization } });
   await socket.acknowledged;
   return socket;

@@ -10,7 +10,9 @@
  */
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { MongoClient, type ChangeStreamInsertDocument, type Document } from 'mongodb';
+
+import { type ChangeStreamInsertDocument, type Document, MongoClient } from 'mongodb';
+
 import { startEmbeddedServer } from '../src/index.js';
 
 const USAGE = 'Usage: npm run bench -w @chat-gateway/embedded-mongodb -- [--writes N] [--uri URI]';
@@ -20,7 +22,9 @@ function percentile(sorted: number[], p: number): number {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { writes: { type: 'string', default: '2000' }, uri: { type: 'string' }, help: { type: 'boolean' } } });
+  const { values } = parseArgs({
+    options: { writes: { type: 'string', default: '2000' }, uri: { type: 'string' }, help: { type: 'boolean' } },
+  });
   if (values.help) {
     console.log(USAGE);
     return;
@@ -34,7 +38,10 @@ async function main(): Promise<void> {
   const writer = await MongoClient.connect(uri, { maxPoolSize: 1 });
   const collection = writer.db('bench_change_streams').collection<Document>('events');
   await collection.drop().catch(() => undefined);
-  const stream = watcher.db('bench_change_streams').collection('events').watch<Document, ChangeStreamInsertDocument>([{ $match: { operationType: 'insert' } }]);
+  const stream = watcher
+    .db('bench_change_streams')
+    .collection('events')
+    .watch<Document, ChangeStreamInsertDocument>([{ $match: { operationType: 'insert' } }]);
   const latencies: number[] = [];
   try {
     await stream.tryNext();
@@ -56,8 +63,12 @@ async function main(): Promise<void> {
   }
   latencies.sort((a, b) => a - b);
   const format = (ms: number): string => `${ms.toFixed(2)} ms`;
-  console.log(`change stream latency, write start to event, ${writes} sequential inserts on ${values.uri ? uri : 'the embedded engine (in process)'}:`);
-  console.log(`  median ${format(percentile(latencies, 50))}   p99 ${format(percentile(latencies, 99))}   max ${format(latencies[latencies.length - 1]!)}`);
+  console.log(
+    `change stream latency, write start to event, ${writes} sequential inserts on ${values.uri ? uri : 'the embedded engine (in process)'}:`,
+  );
+  console.log(
+    `  median ${format(percentile(latencies, 50))}   p99 ${format(percentile(latencies, 99))}   max ${format(latencies[latencies.length - 1]!)}`,
+  );
 }
 
 main().catch((error: unknown) => {

@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+
 import { MongoClient } from 'mongodb';
 
 const USAGE = `Usage: npm run conformance -- <mongoose checkout> [options]
@@ -102,8 +103,17 @@ async function runMocha(checkout: string, uri: string, replicaSet: string | unde
     ...(replicaSet ? { REPLICA_SET: replicaSet } : {}),
   };
   const args = [
-    mocha, '--exit', '--timeout', '10000', '--ignore', 'test/encryption/**/*.test.js', './test/**/*.test.js',
-    '--reporter', 'json', '--reporter-option', `output=${output}`,
+    mocha,
+    '--exit',
+    '--timeout',
+    '10000',
+    '--ignore',
+    'test/encryption/**/*.test.js',
+    './test/**/*.test.js',
+    '--reporter',
+    'json',
+    '--reporter-option',
+    `output=${output}`,
   ];
   const child = spawn(process.execPath, args, { cwd: checkout, env, stdio: ['ignore', 'ignore', 'inherit'] });
   await once(child, 'exit');
@@ -133,7 +143,9 @@ function report(checkout: string, result: MochaReport, seconds: number): void {
   const refusals = result.failures.filter((test) => REFUSAL.test(reasonOf(test)));
   const differences = result.failures.filter((test) => !REFUSAL.test(reasonOf(test)));
   const { stats } = result;
-  console.log(`Mongoose suite: ${stats.tests} tests in ${files.size} files, ${stats.passes} passed, ${stats.failures} failed (${refusals.length} engine refusals, ${differences.length} differences), ${stats.pending} skipped; ${seconds.toFixed(0)} s\n`);
+  console.log(
+    `Mongoose suite: ${stats.tests} tests in ${files.size} files, ${stats.passes} passed, ${stats.failures} failed (${refusals.length} engine refusals, ${differences.length} differences), ${stats.pending} skipped; ${seconds.toFixed(0)} s\n`,
+  );
 
   console.log('Files with failures (passed / failed / skipped):');
   for (const [file, counts] of [...files].sort(([a], [b]) => a.localeCompare(b))) {
@@ -142,7 +154,10 @@ function report(checkout: string, result: MochaReport, seconds: number): void {
 
   console.log(`\nEngine refusals (${refusals.length}), by reason:`);
   // Field names and option values vary; the kind of refusal is what counts.
-  const kindOf = (test: MochaTest): string => reasonOf(test).replace(/'[^']*'/g, "'…'").replace(/\{.*\}(?= is not)/, '{…}');
+  const kindOf = (test: MochaTest): string =>
+    reasonOf(test)
+      .replace(/'[^']*'/g, "'…'")
+      .replace(/\{.*\}(?= is not)/, '{…}');
   const byReason = new Map<string, number>();
   for (const test of refusals) byReason.set(kindOf(test), (byReason.get(kindOf(test)) ?? 0) + 1);
   for (const [reason, n] of [...byReason].sort((a, b) => b[1] - a[1])) console.log(`  ${n} × ${reason}`);

@@ -1,5 +1,6 @@
 import type { Document } from 'bson';
 import { Aggregator } from 'mingo/aggregator';
+
 import { CommandError, ErrorCode, refusal } from './errors.js';
 import { MINGO_OPTIONS } from './matcher.js';
 import { markTyped } from './mingo.js';
@@ -7,16 +8,52 @@ import { isPlainObject, promote } from './values.js';
 
 /** MongoDB 7.0's aggregation stages that the engine does not run. */
 const REFUSED_STAGES = new Set([
-  '$merge', '$collStats', '$currentOp', '$geoNear', '$indexStats', '$listLocalSessions', '$listSampledQueries',
-  '$listSearchIndexes', '$listSessions', '$planCacheStats', '$search', '$searchMeta', '$shardedDataDistribution',
-  '$vectorSearch', '$changeStreamSplitLargeEvent',
+  '$merge',
+  '$collStats',
+  '$currentOp',
+  '$geoNear',
+  '$indexStats',
+  '$listLocalSessions',
+  '$listSampledQueries',
+  '$listSearchIndexes',
+  '$listSessions',
+  '$planCacheStats',
+  '$search',
+  '$searchMeta',
+  '$shardedDataDistribution',
+  '$vectorSearch',
+  '$changeStreamSplitLargeEvent',
 ]);
 
 /** The stages the engine runs (through mingo, except `$match`, `$out` and `$changeStream`). */
 const STAGES = new Set([
-  '$addFields', '$bucket', '$bucketAuto', '$changeStream', '$count', '$densify', '$documents', '$facet', '$fill',
-  '$graphLookup', '$group', '$limit', '$lookup', '$match', '$out', '$project', '$redact', '$replaceRoot',
-  '$replaceWith', '$sample', '$set', '$setWindowFields', '$skip', '$sort', '$sortByCount', '$unionWith', '$unset',
+  '$addFields',
+  '$bucket',
+  '$bucketAuto',
+  '$changeStream',
+  '$count',
+  '$densify',
+  '$documents',
+  '$facet',
+  '$fill',
+  '$graphLookup',
+  '$group',
+  '$limit',
+  '$lookup',
+  '$match',
+  '$out',
+  '$project',
+  '$redact',
+  '$replaceRoot',
+  '$replaceWith',
+  '$sample',
+  '$set',
+  '$setWindowFields',
+  '$skip',
+  '$sort',
+  '$sortByCount',
+  '$unionWith',
+  '$unset',
   '$unwind',
 ]);
 
@@ -50,10 +87,13 @@ export interface PipelineOptions {
 
 /** Runs stages with mingo over stored documents in the typed view (see `markTyped`). */
 export function runPipeline(stages: Document[], input: Document[], options: PipelineOptions): Document[] {
-  const aggregator = new Aggregator(stages.map((stage) => promote(stage) as Document), {
-    ...MINGO_OPTIONS,
-    variables: options.variables,
-    collectionResolver: (name) => options.collection(name).map(markTyped),
-  });
+  const aggregator = new Aggregator(
+    stages.map((stage) => promote(stage) as Document),
+    {
+      ...MINGO_OPTIONS,
+      variables: options.variables,
+      collectionResolver: (name) => options.collection(name).map(markTyped),
+    },
+  );
   return aggregator.run(input.map(markTyped)) as Document[];
 }

@@ -1,6 +1,7 @@
 import { UUID } from 'bson';
+
 import { Collection } from './collection.js';
-import { defaultSettings, type CollectionSettings } from './collection-options.js';
+import { type CollectionSettings, defaultSettings } from './collection-options.js';
 import { CommandError, ErrorCode } from './errors.js';
 import type { Oplog } from './oplog.js';
 

@@ -1,5 +1,6 @@
-import { BSON, Timestamp, type Document } from 'bson';
+import { BSON, type Document, Timestamp } from 'bson';
 import { Aggregator } from 'mingo/aggregator';
+
 import type { DocumentSource } from './cursors.js';
 import { identical } from './documents.js';
 import type { Engine } from './engine.js';
@@ -32,8 +33,15 @@ interface Position {
 }
 
 const SPEC_FIELDS = new Set([
-  'fullDocument', 'fullDocumentBeforeChange', 'resumeAfter', 'startAfter', 'startAtOperationTime', 'allChangesForCluster',
-  'showExpandedEvents', 'showSystemEvents', 'showRawUpdateDescription',
+  'fullDocument',
+  'fullDocumentBeforeChange',
+  'resumeAfter',
+  'startAfter',
+  'startAtOperationTime',
+  'allChangesForCluster',
+  'showExpandedEvents',
+  'showSystemEvents',
+  'showRawUpdateDescription',
 ]);
 /** Stages MongoDB allows after `$changeStream`. */
 const STAGES = new Set(['$addFields', '$match', '$project', '$replaceRoot', '$replaceWith', '$redact', '$set', '$unset']);
@@ -73,11 +81,17 @@ export function parseChangeStream(engine: Engine, spec: unknown, rest: Document[
   }
   const fullDocument = (spec.fullDocument ?? 'default') as FullDocument;
   if (!['default', 'updateLookup', 'whenAvailable', 'required'].includes(fullDocument)) {
-    throw new CommandError(ErrorCode.BadValue, `Enumeration value '${String(fullDocument)}' for field '$changeStream.fullDocument' is not a valid value.`);
+    throw new CommandError(
+      ErrorCode.BadValue,
+      `Enumeration value '${String(fullDocument)}' for field '$changeStream.fullDocument' is not a valid value.`,
+    );
   }
   const fullDocumentBeforeChange = (spec.fullDocumentBeforeChange ?? 'off') as FullDocumentBeforeChange;
   if (!['off', 'whenAvailable', 'required'].includes(fullDocumentBeforeChange)) {
-    throw new CommandError(ErrorCode.BadValue, `Enumeration value '${String(fullDocumentBeforeChange)}' for field '$changeStream.fullDocumentBeforeChange' is not a valid value.`);
+    throw new CommandError(
+      ErrorCode.BadValue,
+      `Enumeration value '${String(fullDocumentBeforeChange)}' for field '$changeStream.fullDocumentBeforeChange' is not a valid value.`,
+    );
   }
   if (spec.resumeAfter !== undefined && spec.startAfter !== undefined) {
     throw new CommandError(50865, "Do not specify both 'resumeAfter' and 'startAfter' in a $changeStream stage");
@@ -100,7 +114,10 @@ export function parseChangeStream(engine: Engine, spec: unknown, rest: Document[
     startAfterInvalidate = start.invalidate;
   } else if (spec.startAtOperationTime !== undefined) {
     if (!(spec.startAtOperationTime instanceof Timestamp)) {
-      throw new CommandError(ErrorCode.TypeMismatch, "BSON field '$changeStream.startAtOperationTime' is the wrong type, expected type 'timestamp'");
+      throw new CommandError(
+        ErrorCode.TypeMismatch,
+        "BSON field '$changeStream.startAtOperationTime' is the wrong type, expected type 'timestamp'",
+      );
     }
     start = { time: spec.startAtOperationTime, invalidate: false, inclusive: true };
   }
@@ -151,15 +168,20 @@ export function changeStreamSource(engine: Engine, target: WatchTarget, spec: St
         pendingInvalidate = undefined;
         finished = true;
         readUpTo = { time: cause.clusterTime, invalidate: true };
-        return asBuffer(BSON.serialize({
-          _id: resumeToken(readUpTo),
-          operationType: 'invalidate',
-          clusterTime: cause.clusterTime,
-          wallTime: new Date(cause.wallTime),
-        }));
+        return asBuffer(
+          BSON.serialize({
+            _id: resumeToken(readUpTo),
+            operationType: 'invalidate',
+            clusterTime: cause.clusterTime,
+            wallTime: new Date(cause.wallTime),
+          }),
+        );
       }
       if (oplog.dropped(position)) {
-        throw new CommandError(ErrorCode.ChangeStreamHistoryLost, 'Resume of change stream was not possible, as the resume point may no longer be in the oplog.');
+        throw new CommandError(
+          ErrorCode.ChangeStreamHistoryLost,
+          'Resume of change stream was not possible, as the resume point may no longer be in the oplog.',
+        );
       }
       const event = oplog.at(position);
       if (!event) return undefined;
@@ -334,4 +356,3 @@ function difference(before: Document, after: Document): Document {
   walk(before, after, '');
   return { updatedFields, removedFields, truncatedArrays };
 }
-

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
+
 import { startEmbeddedServer } from './server.js';
 
 const USAGE = `Usage: embedded-mongodb --port N [--host H] [--replica-set NAME | --standalone]

@@ -1,4 +1,5 @@
 import type { Document } from 'bson';
+
 import { CommandError, ErrorCode, refusal } from './errors.js';
 import { compileFilter, type Matcher } from './matcher.js';
 import { isNumber, isPlainObject, numberOf, typeName } from './values.js';
@@ -25,9 +26,26 @@ export interface CollectionSettings {
 
 /** Fields `create` accepts besides its collection name and the generic ones. */
 const CREATE_FIELDS = new Set([
-  'capped', 'size', 'max', 'validator', 'validationLevel', 'validationAction', 'collation', 'idIndex',
-  'changeStreamPreAndPostImages', 'viewOn', 'pipeline', 'timeseries', 'expireAfterSeconds', 'clusteredIndex',
-  'encryptedFields', 'storageEngine', 'indexOptionDefaults', 'autoIndexId', 'flags', 'temp',
+  'capped',
+  'size',
+  'max',
+  'validator',
+  'validationLevel',
+  'validationAction',
+  'collation',
+  'idIndex',
+  'changeStreamPreAndPostImages',
+  'viewOn',
+  'pipeline',
+  'timeseries',
+  'expireAfterSeconds',
+  'clusteredIndex',
+  'encryptedFields',
+  'storageEngine',
+  'indexOptionDefaults',
+  'autoIndexId',
+  'flags',
+  'temp',
 ]);
 
 export function defaultSettings(): CollectionSettings {
@@ -43,7 +61,10 @@ export function parseCreateOptions(options: Document): CollectionSettings {
   if (options.timeseries !== undefined) throw refusal(ErrorCode.InvalidOptions, 'time series collections');
   if (options.clusteredIndex !== undefined) throw refusal(ErrorCode.InvalidOptions, 'clustered collections');
   if (options.expireAfterSeconds !== undefined) {
-    throw new CommandError(ErrorCode.InvalidOptions, "'expireAfterSeconds' is only supported on time-series collections or when the 'clusteredIndex' option is set");
+    throw new CommandError(
+      ErrorCode.InvalidOptions,
+      "'expireAfterSeconds' is only supported on time-series collections or when the 'clusteredIndex' option is set",
+    );
   }
   if (options.encryptedFields !== undefined) throw refusal(ErrorCode.InvalidOptions, 'queryable encryption');
   for (const field of ['storageEngine', 'indexOptionDefaults', 'autoIndexId', 'flags', 'temp']) {
@@ -75,7 +96,11 @@ function truthy(value: unknown): boolean {
 }
 
 function positiveNumber(value: unknown, field: string): number {
-  if (!isNumber(value)) throw new CommandError(ErrorCode.TypeMismatch, `BSON field 'create.${field}' is the wrong type '${typeName(value)}', expected types '[long, int, decimal, double]'`);
+  if (!isNumber(value))
+    throw new CommandError(
+      ErrorCode.TypeMismatch,
+      `BSON field 'create.${field}' is the wrong type '${typeName(value)}', expected types '[long, int, decimal, double]'`,
+    );
   const n = numberOf(value);
   if (n < 0) throw new CommandError(51024, `BSON field '${field}' value must be >= 0, actual value '${n}'`);
   return n;
@@ -84,7 +109,8 @@ function positiveNumber(value: unknown, field: string): number {
 /** Only the binary ("simple") collation exists here. */
 export function checkCollation(collation: unknown): void {
   if (collation === undefined || collation === null) return;
-  if (!isPlainObject(collation)) throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'collation' is the wrong type, expected type 'object'");
+  if (!isPlainObject(collation))
+    throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'collation' is the wrong type, expected type 'object'");
   if (collation.locale === 'simple' && Object.keys(collation).length === 1) return;
   throw refusal(ErrorCode.BadValue, `collation ${JSON.stringify(collation)}`, 'only the binary { locale: "simple" } collation is');
 }
@@ -99,14 +125,23 @@ function checkIdIndex(spec: unknown): void {
 export function parseValidation(options: Document, current: Validation | undefined): Validation | undefined {
   const { validator, validationLevel, validationAction } = options;
   if (validationLevel !== undefined && !['strict', 'moderate', 'off'].includes(validationLevel as string)) {
-    throw new CommandError(ErrorCode.BadValue, `Enumeration value '${String(validationLevel)}' for field 'validationLevel' is not a valid value.`);
+    throw new CommandError(
+      ErrorCode.BadValue,
+      `Enumeration value '${String(validationLevel)}' for field 'validationLevel' is not a valid value.`,
+    );
   }
   if (validationAction !== undefined && !['error', 'warn'].includes(validationAction as string)) {
     if (validationAction === 'errorAndLog') throw refusal(ErrorCode.InvalidOptions, "validationAction 'errorAndLog'");
-    throw new CommandError(ErrorCode.BadValue, `Enumeration value '${String(validationAction)}' for field 'validationAction' is not a valid value.`);
+    throw new CommandError(
+      ErrorCode.BadValue,
+      `Enumeration value '${String(validationAction)}' for field 'validationAction' is not a valid value.`,
+    );
   }
   if (validator !== undefined && !isPlainObject(validator)) {
-    throw new CommandError(ErrorCode.TypeMismatch, `BSON field 'validator' is the wrong type '${typeName(validator)}', expected type 'object'`);
+    throw new CommandError(
+      ErrorCode.TypeMismatch,
+      `BSON field 'validator' is the wrong type '${typeName(validator)}', expected type 'object'`,
+    );
   }
   const filter = (validator as Document | undefined) ?? current?.validator;
   if (filter === undefined && validationLevel === undefined && validationAction === undefined) return current;

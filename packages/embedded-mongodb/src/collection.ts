@@ -1,6 +1,7 @@
-import { UUID, type Document } from 'bson';
+import { type Document, UUID } from 'bson';
+
 import { BTree } from './btree.js';
-import { defaultSettings, type CollectionSettings } from './collection-options.js';
+import { type CollectionSettings, defaultSettings } from './collection-options.js';
 import { CommandError, ErrorCode } from './errors.js';
 import { Index, INDEX_MAX, INDEX_MIN, type IndexDefinition } from './indexes.js';
 import type { Oplog, UpdateDescription } from './oplog.js';
@@ -82,7 +83,10 @@ export class Collection {
     if (validation.level === 'moderate' && previous && !validation.matcher.test(previous)) return;
     if (validation.matcher.test(doc) || validation.action === 'warn') return;
     throw new CommandError(ErrorCode.DocumentValidationFailure, 'Document failed validation', {
-      errInfo: { failingDocumentId: doc._id, details: { operatorName: '$and', specifiedAs: validation.validator, reason: 'the document does not satisfy the validator' } },
+      errInfo: {
+        failingDocumentId: doc._id,
+        details: { operatorName: '$and', specifiedAs: validation.validator, reason: 'the document does not satisfy the validator' },
+      },
     });
   }
 
@@ -132,7 +136,13 @@ export class Collection {
    * changed; `operation` says whether the client sent update operators or a
    * whole replacement (change streams report them differently).
    */
-  replace(rid: number, raw: Uint8Array, doc: Document, previous: Document, change: { operation: 'update' | 'replace'; description?: UpdateDescription }): void {
+  replace(
+    rid: number,
+    raw: Uint8Array,
+    doc: Document,
+    previous: Document,
+    change: { operation: 'update' | 'replace'; description?: UpdateDescription },
+  ): void {
     const keys = this.indexes.map((index) => index.keysOf(doc));
     this.checkUnique(keys, rid);
     this.indexes.forEach((index, i) => {
@@ -148,7 +158,14 @@ export class Collection {
     this.records.set(rid, stored);
     // The version before is kept only where a change stream needs it: to describe a pipeline-style update, or as a pre-image.
     const keepBefore = this.settings.preImages || (change.operation === 'update' && !change.description);
-    this.oplog.append({ ...change, db: this.db, collection: this.name, id: doc._id, before: keepBefore ? before : undefined, after: stored });
+    this.oplog.append({
+      ...change,
+      db: this.db,
+      collection: this.name,
+      id: doc._id,
+      before: keepBefore ? before : undefined,
+      after: stored,
+    });
     this.compactWhenWasteful();
   }
 
@@ -182,7 +199,12 @@ export class Collection {
     if (this.indexes.some((index) => index.definition.partialFilterExpression)) return typed(raw);
     const wanted = new Set(this.indexes.flatMap((index) => index.fields.map((field) => field.split('.')[0]!)));
     const bytes = asBuffer(raw);
-    return typed(documentFromElements(bytes, rawElements(bytes).filter((element) => wanted.has(element.name))));
+    return typed(
+      documentFromElements(
+        bytes,
+        rawElements(bytes).filter((element) => wanted.has(element.name)),
+      ),
+    );
   }
 
   index(name: string): Index | undefined {

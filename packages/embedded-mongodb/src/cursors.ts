@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
+
 import type { Document } from 'bson';
+
 import { CommandError, ErrorCode } from './errors.js';
-import { MAX_BSON_OBJECT_SIZE, cursorReply } from './raw-bson.js';
+import { cursorReply, MAX_BSON_OBJECT_SIZE } from './raw-bson.js';
 
 /** Documents a cursor hands out, already encoded and projected. */
 export interface DocumentSource {
@@ -72,7 +74,15 @@ export class CursorRegistry {
 
   /** The reply to a command that opens a cursor: its first batch, and an id unless exhausted. */
   open(ns: string, source: DocumentSource, options: BatchOptions = {}): Buffer {
-    const cursor: OpenCursor = { id: 0n, ns, source, pending: undefined, lastUsed: Date.now(), busy: false, noTimeout: options.noTimeout === true };
+    const cursor: OpenCursor = {
+      id: 0n,
+      ns,
+      source,
+      pending: undefined,
+      lastUsed: Date.now(),
+      busy: false,
+      noTimeout: options.noTimeout === true,
+    };
     const { docs, exhausted } = takeBatch(cursor, options.batchSize ?? DEFAULT_FIRST_BATCH);
     const keep = !exhausted && !options.singleBatch;
     if (keep) {
@@ -143,7 +153,8 @@ export class CursorRegistry {
   /** Ends the queries open on a collection that was dropped or renamed (change streams see the drop themselves). */
   killNamespace(ns: string, reason: string): void {
     for (const cursor of this.cursors.values()) {
-      if (cursor.ns === ns && !cursor.source.outlivesCollection) cursor.killed = new CommandError(ErrorCode.QueryPlanKilled, `collection ${reason}`);
+      if (cursor.ns === ns && !cursor.source.outlivesCollection)
+        cursor.killed = new CommandError(ErrorCode.QueryPlanKilled, `collection ${reason}`);
     }
   }
 
@@ -154,7 +165,8 @@ export class CursorRegistry {
 
   private sweep(): void {
     const now = Date.now();
-    for (const [id, cursor] of this.cursors) if (!cursor.busy && !cursor.noTimeout && now - cursor.lastUsed > IDLE_TIMEOUT_MS) this.cursors.delete(id);
+    for (const [id, cursor] of this.cursors)
+      if (!cursor.busy && !cursor.noTimeout && now - cursor.lastUsed > IDLE_TIMEOUT_MS) this.cursors.delete(id);
   }
 }
 

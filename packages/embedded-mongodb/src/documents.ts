@@ -1,4 +1,5 @@
 import type { Binary, Document } from 'bson';
+
 import { bsonTypeOf, compareValues, entriesOf, isDocument, isPlainObject, typeName } from './values.js';
 
 /**
@@ -58,7 +59,11 @@ export function identical(a: unknown, b: unknown): boolean {
     case 'binData': {
       const x = a as Binary;
       const y = b as Binary;
-      return bsonTypeOf(a) === bsonTypeOf(b) && x.sub_type === y.sub_type && Buffer.compare(x.buffer.subarray(0, x.position), y.buffer.subarray(0, y.position)) === 0;
+      return (
+        bsonTypeOf(a) === bsonTypeOf(b) &&
+        x.sub_type === y.sub_type &&
+        Buffer.compare(x.buffer.subarray(0, x.position), y.buffer.subarray(0, y.position)) === 0
+      );
     }
     default:
       return compareValues(a, b) === 0;

@@ -1,6 +1,6 @@
 import { Catalog } from './catalog.js';
 import { CursorRegistry } from './cursors.js';
-import { ClusterClock, Oplog, type Clock } from './oplog.js';
+import { type Clock, ClusterClock, Oplog } from './oplog.js';
 import { RetryableWrites } from './sessions.js';
 import { TtlMonitor } from './ttl.js';
 

@@ -53,9 +53,7 @@ export const ErrorCode = {
   Location40324: 40324,
 } as const;
 
-const codeNames = new Map<number, string>(
-  Object.entries(ErrorCode).map(([name, code]) => [code, name]),
-);
+const codeNames = new Map<number, string>(Object.entries(ErrorCode).map(([name, code]) => [code, name]));
 
 /** An error a command answers with `{ok: 0, errmsg, code, codeName, ...extra}`. */
 export class CommandError extends Error {

@@ -1,7 +1,8 @@
 import type { Document } from 'bson';
+
 import type { Collection } from './collection.js';
-import type { IndexKey } from './indexes.js';
 import { CommandError, ErrorCode } from './errors.js';
+import type { IndexKey } from './indexes.js';
 import { compileFilter, type Matcher } from './matcher.js';
 import { planQuery, type QueryPlan, type SortSpec } from './planner.js';
 import { compareValues, sortValue, typed } from './values.js';
@@ -155,7 +156,8 @@ export class FindExecution {
     this.plan = planQuery(collection, spec.filter, spec.sort, spec.hint);
     // An exact plan's bounds are the whole filter: no document needs matching.
     this.query = this.plan.exact ? undefined : compileFilter(spec.filter, spec);
-    this.scan = this.plan.kind === 'index' ? new IndexScan(this.plan, this.stats) : new CollectionScan(collection, this.plan.backward, tailable);
+    this.scan =
+      this.plan.kind === 'index' ? new IndexScan(this.plan, this.stats) : new CollectionScan(collection, this.plan.backward, tailable);
     if (this.plan.kind === 'index' && this.plan.index.multikey) this.seen = new Set();
   }
 

@@ -1,5 +1,6 @@
 import { evalExpr } from 'mingo/core';
 import type { AnyObject, Options } from 'mingo/types';
+
 import { CommandError } from './errors.js';
 import { compareValues, typeRank } from './values.js';
 

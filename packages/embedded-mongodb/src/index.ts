@@ -1,1 +1,1 @@
-export { startEmbeddedServer, type Clock, type EmbeddedServer, type EmbeddedServerOptions } from './server.js';
+export { type Clock, type EmbeddedServer, type EmbeddedServerOptions, startEmbeddedServer } from './server.js';

@@ -1,4 +1,5 @@
 import type { Document } from 'bson';
+
 import { BTree } from './btree.js';
 import { CommandError, ErrorCode, refusal } from './errors.js';
 import { compileFilter, type Matcher } from './matcher.js';
@@ -56,12 +57,19 @@ export function parseKeyPattern(key: unknown): [string, 1 | -1 | 'hashed'][] {
     if (value === 'hashed') return [field, 'hashed'];
     const n = isNumber(value) ? numberOf(value) : NaN;
     if (typeof value === 'string' || !Number.isFinite(n) || n === 0) {
-      throw refusal(ErrorCode.CannotCreateIndex, `Index type ${JSON.stringify(value)} on field '${field}'`, 'ascending, descending and hashed indexes are');
+      throw refusal(
+        ErrorCode.CannotCreateIndex,
+        `Index type ${JSON.stringify(value)} on field '${field}'`,
+        'ascending, descending and hashed indexes are',
+      );
     }
     return [field, n > 0 ? 1 : -1];
   });
   if (pattern.filter(([, direction]) => direction === 'hashed').length > 1) {
-    throw new CommandError(31303, `A maximum of one index field is allowed to be hashed but found 2 for 'key' ${formatDocument(key as Document)}`);
+    throw new CommandError(
+      31303,
+      `A maximum of one index field is allowed to be hashed but found 2 for 'key' ${formatDocument(key as Document)}`,
+    );
   }
   return pattern;
 }

@@ -1,4 +1,5 @@
 import type { Document } from 'bson';
+
 import { CommandError, ErrorCode, refusal } from './errors.js';
 import { compareValues, entriesOf, isDocument, isNumber, isPlainObject, numberOf, parseTypeList, typeName, typeRank } from './values.js';
 
@@ -114,7 +115,8 @@ function compileSchema(schema: Document): Check {
       case 'exclusiveMinimum':
       case 'exclusiveMaximum':
         if (typeof argument !== 'boolean') fail(`$jsonSchema keyword '${keyword}' must be a boolean`);
-        if (!(keyword.replace('exclusiveM', 'm') in schema)) fail(`$jsonSchema keyword '${keyword.replace('exclusiveM', 'm')}' must be a present if ${keyword} is present`);
+        if (!(keyword.replace('exclusiveM', 'm') in schema))
+          fail(`$jsonSchema keyword '${keyword.replace('exclusiveM', 'm')}' must be a present if ${keyword} is present`);
         break;
       case 'multipleOf': {
         if (!isNumber(argument) || numberOf(argument) <= 0) fail("$jsonSchema keyword 'multipleOf' must have a positive value");
@@ -210,7 +212,12 @@ function compileSchema(schema: Document): Check {
 function objectKeywords(schema: Document): Check | undefined {
   const { properties, patternProperties, additionalProperties } = schema;
   if (properties === undefined && patternProperties === undefined && additionalProperties === undefined) return undefined;
-  const named = new Map(Object.entries(properties === undefined ? {} : schemaObject(properties, 'properties')).map(([k, v]) => [k, compileSchema(schemaObject(v, 'properties'))]));
+  const named = new Map(
+    Object.entries(properties === undefined ? {} : schemaObject(properties, 'properties')).map(([k, v]) => [
+      k,
+      compileSchema(schemaObject(v, 'properties')),
+    ]),
+  );
   const patterns = Object.entries(patternProperties === undefined ? {} : schemaObject(patternProperties, 'patternProperties')).map(
     ([pattern, v]): [RegExp, Check] => [new RegExp(pattern, 'u'), compileSchema(schemaObject(v, 'patternProperties'))],
   );
@@ -242,6 +249,7 @@ function arrayKeywords(schema: Document): Check | undefined {
   const positional = items.map((item) => compileSchema(schemaObject(item, 'items')));
   let rest: Check = () => true;
   if (additionalItems === false) rest = () => false;
-  else if (additionalItems !== undefined && additionalItems !== true) rest = compileSchema(schemaObject(additionalItems, 'additionalItems'));
+  else if (additionalItems !== undefined && additionalItems !== true)
+    rest = compileSchema(schemaObject(additionalItems, 'additionalItems'));
   return (value) => (value as unknown[]).every((element, i) => (i < positional.length ? positional[i]!(element) : rest(element)));
 }

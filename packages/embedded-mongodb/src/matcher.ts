@@ -3,6 +3,7 @@ import { Aggregator } from 'mingo/aggregator';
 import type { Iterator } from 'mingo/lazy';
 import { Query } from 'mingo/query';
 import type { Options } from 'mingo/types';
+
 import { CommandError, ErrorCode, refusal } from './errors.js';
 import { compileJsonSchema } from './json-schema.js';
 import { engineMingoOptions } from './mingo.js';
@@ -111,7 +112,12 @@ function subqueries(operator: string, value: unknown, context: MatchContext): Do
   });
 }
 
-function compileTopLevelOperator(operator: string, value: unknown, context: MatchContext, topLevel: boolean): DocumentPredicate | undefined {
+function compileTopLevelOperator(
+  operator: string,
+  value: unknown,
+  context: MatchContext,
+  topLevel: boolean,
+): DocumentPredicate | undefined {
   switch (operator) {
     case '$and': {
       const clauses = subqueries(operator, value, context);
@@ -247,7 +253,8 @@ function compileOperator(operator: string, operand: unknown, condition: Document
     case '$size': {
       if (!isNumber(operand)) throw new CommandError(ErrorCode.BadValue, '$size needs a number');
       const size = numberOf(operand);
-      if (!Number.isInteger(size)) throw new CommandError(ErrorCode.BadValue, `Failed to parse $size. Expected an integer, but found ${size}`);
+      if (!Number.isInteger(size))
+        throw new CommandError(ErrorCode.BadValue, `Failed to parse $size. Expected an integer, but found ${size}`);
       if (size < 0) throw new CommandError(ErrorCode.BadValue, `Failed to parse $size. Expected a non-negative number in: $size: ${size}`);
       return (values) => values.some(({ value, expanded }) => !expanded && Array.isArray(value) && value.length === size);
     }
@@ -260,7 +267,8 @@ function compileOperator(operator: string, operand: unknown, condition: Document
     case '$not': {
       if (!(isPlainObject(operand) || isRegex(operand))) throw new CommandError(ErrorCode.BadValue, '$not needs a regex or a document');
       if (isPlainObject(operand) && Object.keys(operand).length === 0) throw new CommandError(ErrorCode.BadValue, '$not cannot be empty');
-      if (isPlainObject(operand) && !isOperatorDocument(operand)) throw new CommandError(ErrorCode.BadValue, `unknown operator: ${Object.keys(operand)[0]}`);
+      if (isPlainObject(operand) && !isOperatorDocument(operand))
+        throw new CommandError(ErrorCode.BadValue, `unknown operator: ${Object.keys(operand)[0]}`);
       const inner = isRegex(operand) ? anyValue(regexTest(operand, undefined)) : compileCondition(operand, context);
       return (values) => !inner(values);
     }
@@ -293,10 +301,18 @@ function isRegex(value: unknown): value is BSONRegExp | RegExp {
   return value instanceof RegExp || bsonTypeOf(value) === 'BSONRegExp';
 }
 
+/** Stands in for `\#` while comments are stripped: a character no pattern holds. */
+const ESCAPED_HASH = String.fromCharCode(0);
+
 /** A JS RegExp for a BSON regex; `x` (extended) is applied by stripping whitespace and comments. */
 function toRegExp(pattern: string, options: string): RegExp {
   let source = pattern;
-  if (options.includes('x')) source = source.replace(/\\#/g, '\u0000').replace(/#[^\n]*/g, '').replace(/\s+/g, '').replace(/\u0000/g, '\\#');
+  if (options.includes('x'))
+    source = source
+      .replace(/\\#/g, ESCAPED_HASH)
+      .replace(/#[^\n]*/g, '')
+      .replaceAll(/\s+/g, '')
+      .replaceAll(ESCAPED_HASH, '\\#');
   const flags = [...new Set(options.replace(/[^ims]/g, '').split(''))].join('') + 'u';
   try {
     return new RegExp(source, flags);
@@ -348,8 +364,7 @@ function equality(operand: unknown, implicit: boolean): (value: unknown) => bool
 function comparison(operator: string, operand: unknown): (value: unknown) => boolean {
   if (operand === undefined) throw new CommandError(ErrorCode.BadValue, 'cannot compare to undefined');
   if (isRegex(operand)) throw new CommandError(ErrorCode.BadValue, `Can't have RegEx as arg to predicate over field`);
-  const accept = (c: number): boolean =>
-    operator === '$gt' ? c > 0 : operator === '$gte' ? c >= 0 : operator === '$lt' ? c < 0 : c <= 0;
+  const accept = (c: number): boolean => (operator === '$gt' ? c > 0 : operator === '$gte' ? c >= 0 : operator === '$lt' ? c < 0 : c <= 0);
   const rank = typeRank(operand);
   // MinKey and MaxKey compare with values of every type; anything else only within its type.
   if (rank === 1 || rank === 14) return (value) => accept(compareValues(value === undefined ? null : value, operand));
@@ -416,7 +431,8 @@ function modulo(operand: unknown): (value: unknown) => boolean {
   if (!isNumber(operand[1])) throw new CommandError(ErrorCode.BadValue, 'malformed mod, remainder not a number');
   const divisor = Math.trunc(numberOf(operand[0]));
   const remainder = Math.trunc(numberOf(operand[1]));
-  if (!Number.isFinite(divisor) || !Number.isFinite(remainder)) throw new CommandError(ErrorCode.BadValue, 'malformed mod, divisor value is invalid :: caused by :: NaN or Infinity');
+  if (!Number.isFinite(divisor) || !Number.isFinite(remainder))
+    throw new CommandError(ErrorCode.BadValue, 'malformed mod, divisor value is invalid :: caused by :: NaN or Infinity');
   if (divisor === 0) throw new CommandError(ErrorCode.BadValue, 'divisor cannot be 0');
   return (value) => {
     if (!isNumber(value)) return false;
@@ -462,7 +478,8 @@ function bitTest(operator: string, operand: unknown): (value: unknown) => boolea
     });
   } else if (isNumber(operand)) {
     const n = numberOf(operand);
-    if (!Number.isInteger(n) || n < 0) throw new CommandError(ErrorCode.BadValue, `${operator} takes a non-negative integer bitmask, but got: ${n}`);
+    if (!Number.isInteger(n) || n < 0)
+      throw new CommandError(ErrorCode.BadValue, `${operator} takes a non-negative integer bitmask, but got: ${n}`);
     const mask = bitsOf(operand)!;
     positions = [];
     mask.forEach((byte, i) => {

@@ -1,7 +1,7 @@
 import type { Document } from 'bson';
 import { Aggregator } from 'mingo/aggregator';
 import { Context } from 'mingo/core';
-import { Lazy, type Iterator } from 'mingo/lazy';
+import { type Iterator, Lazy } from 'mingo/lazy';
 import * as accumulatorOperators from 'mingo/operators/accumulator';
 import * as expressionOperators from 'mingo/operators/expression';
 import * as pipelineOperators from 'mingo/operators/pipeline';
@@ -9,6 +9,7 @@ import * as projectionOperators from 'mingo/operators/projection';
 import * as queryOperators from 'mingo/operators/query';
 import * as windowOperators from 'mingo/operators/window';
 import type { Options } from 'mingo/types';
+
 import { COMPARISON_EXPRESSIONS } from './expressions.js';
 import { promote } from './values.js';
 
@@ -42,7 +43,12 @@ function isTyped(doc: unknown): boolean {
 }
 
 function computing(stage: Stage): Stage {
-  return (collection, spec, options) => stage(collection.map((doc) => (isTyped(doc) ? promote(doc) : doc)), spec, options);
+  return (collection, spec, options) =>
+    stage(
+      collection.map((doc) => (isTyped(doc) ? promote(doc) : doc)),
+      spec,
+      options,
+    );
 }
 
 /** mingo's stages that pass their input documents on unchanged, without reading them. */

@@ -1,4 +1,5 @@
 import { Decimal128, Double, Int32, Long } from 'bson';
+
 import { numberOf, typeName } from './values.js';
 
 /**
@@ -18,11 +19,23 @@ function bigOf(value: unknown): bigint {
 
 /** undefined when an int64 result overflows. */
 export function addNumbers(a: unknown, b: unknown): unknown {
-  return combine(a, b, (x, y) => x + y, (x, y) => x + y, decimalAdd);
+  return combine(
+    a,
+    b,
+    (x, y) => x + y,
+    (x, y) => x + y,
+    decimalAdd,
+  );
 }
 
 export function multiplyNumbers(a: unknown, b: unknown): unknown {
-  return combine(a, b, (x, y) => x * y, (x, y) => x * y, decimalMultiply);
+  return combine(
+    a,
+    b,
+    (x, y) => x * y,
+    (x, y) => x * y,
+    decimalMultiply,
+  );
 }
 
 function combine(
@@ -53,7 +66,12 @@ function combine(
 type Decimal = { coefficient: bigint; exponent: number } | { special: string };
 
 function decimalOf(value: unknown): Decimal {
-  const text = typeName(value) === 'decimal' ? (value as Decimal128).toString() : typeName(value) === 'long' ? (value as Long).toString() : String(numberOf(value));
+  const text =
+    typeName(value) === 'decimal'
+      ? (value as Decimal128).toString()
+      : typeName(value) === 'long'
+        ? (value as Long).toString()
+        : String(numberOf(value));
   const match = /^([+-]?)(\d*)(?:\.(\d*))?(?:E([+-]?\d+))?$/i.exec(text);
   if (!match) return { special: text };
   const [, sign, whole = '', fraction = '', exponent = '0'] = match;

@@ -1,7 +1,8 @@
 import type { Document } from 'bson';
+
 import type { Collection } from './collection.js';
 import { CommandError, ErrorCode } from './errors.js';
-import { compareBounded, INDEX_MAX, INDEX_MIN, TypeBound, type Index, type IndexKey } from './indexes.js';
+import { compareBounded, type Index, INDEX_MAX, INDEX_MIN, type IndexKey, TypeBound } from './indexes.js';
 import { bsonTypeOf, compareValues, formatValue, isNumber, isPlainObject, numberOf, typeRank } from './values.js';
 
 export type SortSpec = [field: string, direction: 1 | -1][];
@@ -71,7 +72,11 @@ export function planQuery(collection: Collection, filter: Document, sort: SortSp
         !candidate.definition.hidden &&
         (typeof hint === 'string' ? candidate.name === hint : isPlainObject(hint) && candidate.sameKey({ name: '', key: hint })),
     );
-    if (!index) throw new CommandError(ErrorCode.BadValue, 'error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index');
+    if (!index)
+      throw new CommandError(
+        ErrorCode.BadValue,
+        'error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index',
+      );
     candidates = [index];
   }
 
@@ -142,9 +147,7 @@ function analyseIndex(
 
   const filterFields = Object.keys(filter);
   const exact =
-    !opaque &&
-    !index.multikey &&
-    filterFields.every((field) => predicates.get(field)?.exact === true && boundedFields.includes(field));
+    !opaque && !index.multikey && filterFields.every((field) => predicates.get(field)?.exact === true && boundedFields.includes(field));
   const direction = sortDirection(index, sort, pointFields);
   const uniquePoint = index.unique && pointFields.size === index.fields.length && !index.multikey;
   const plan: QueryPlan = {
@@ -251,9 +254,7 @@ function fieldPredicate(condition: unknown): FieldPredicate | undefined {
   const predicate: FieldPredicate = { exact: true };
   const rangeRanks = new Set<number>();
   const addPoints = (values: unknown[]): void => {
-    predicate.points = predicate.points
-      ? predicate.points.filter((p) => values.some((v) => compareValues(p, v) === 0))
-      : values;
+    predicate.points = predicate.points ? predicate.points.filter((p) => values.some((v) => compareValues(p, v) === 0)) : values;
     if (!values.every(exactScalar)) predicate.exact = false;
   };
   for (const [op, arg] of Object.entries(condition)) {

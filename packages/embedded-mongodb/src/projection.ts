@@ -1,8 +1,9 @@
 import { BSON, type Document } from 'bson';
 import { Aggregator } from 'mingo/aggregator';
+
 import { deepCopy, getField, hasField, removeField, setField } from './documents.js';
 import { CommandError, ErrorCode, refusal } from './errors.js';
-import { compileFilter, compileValueCondition, MINGO_OPTIONS, type MatchContext } from './matcher.js';
+import { compileFilter, compileValueCondition, type MatchContext, MINGO_OPTIONS } from './matcher.js';
 import { asBuffer, documentFromElements, rawElements } from './raw-bson.js';
 import { isDocument, isNumber, isPlainObject, numberOf, promote, typed } from './values.js';
 
@@ -45,13 +46,16 @@ export function compileProjection(spec: unknown, filter: Document, context: Matc
     else if (inclusion !== include) {
       throw new CommandError(
         include ? 31253 : ErrorCode.Location31254,
-        include ? `Cannot do inclusion on field ${field} in exclusion projection` : `Cannot do exclusion on field ${field} in inclusion projection`,
+        include
+          ? `Cannot do inclusion on field ${field} in exclusion projection`
+          : `Cannot do exclusion on field ${field} in inclusion projection`,
       );
     }
   };
 
   for (const [field, value] of Object.entries(projection)) {
-    if (field.startsWith('$')) throw new CommandError(ErrorCode.BadValue, `FieldPath field names may not start with '$'. Consider using $getField or $setField.`);
+    if (field.startsWith('$'))
+      throw new CommandError(ErrorCode.BadValue, `FieldPath field names may not start with '$'. Consider using $getField or $setField.`);
     let path = field;
     let leaf: Leaf;
     if (field.endsWith('.$')) {
@@ -94,7 +98,8 @@ export function compileProjection(spec: unknown, filter: Document, context: Matc
  */
 function topLevelProjector(spec: Document): Projector | undefined {
   const entries = Object.entries(spec);
-  if (!entries.every(([field, v]) => !field.includes('.') && !field.startsWith('$') && (typeof v === 'boolean' || isNumber(v)))) return undefined;
+  if (!entries.every(([field, v]) => !field.includes('.') && !field.startsWith('$') && (typeof v === 'boolean' || isNumber(v))))
+    return undefined;
   const include = (v: unknown): boolean => (typeof v === 'boolean' ? v : numberOf(v) !== 0);
   const others = entries.filter(([field]) => field !== '_id');
   if (others.length > 0 && !others.every(([, v]) => include(v) === include(others[0]![1]))) return undefined; // mixed: refused below
@@ -102,7 +107,10 @@ function topLevelProjector(spec: Document): Projector | undefined {
   const inclusion = others.length > 0 ? include(others[0]![1]) : keepId;
   const fields = new Set(others.map(([field]) => field));
   return (raw) =>
-    documentFromElements(raw, rawElements(raw).filter((e) => (e.name === '_id' ? keepId : inclusion === fields.has(e.name))));
+    documentFromElements(
+      raw,
+      rawElements(raw).filter((e) => (e.name === '_id' ? keepId : inclusion === fields.has(e.name))),
+    );
 }
 
 /** `{a: {b: 1}}` is the projection `{'a.b': 1}`. */
@@ -185,7 +193,10 @@ function* walkLeaves(node: Node): Generator<Leaf> {
 function positionalCondition(filter: Document, field: string, context: MatchContext): (element: unknown) => boolean {
   const conditions = Object.entries(filter).filter(([key]) => key === field || key.startsWith(`${field}.`));
   if (conditions.length === 0) {
-    throw new CommandError(51050, `Executor error during find command :: caused by :: positional operator '${field}.$' couldn't find a matching element in the array`);
+    throw new CommandError(
+      51050,
+      `Executor error during find command :: caused by :: positional operator '${field}.$' couldn't find a matching element in the array`,
+    );
   }
   const matcher = compileFilter(Object.fromEntries(conditions), context);
   const parts = field.split('.');
@@ -212,7 +223,9 @@ function applySlice(value: unknown, leaf: Extract<Leaf, { kind: 'slice' }>): unk
 }
 
 function evaluate(expression: unknown, root: Document): unknown {
-  const [result] = new Aggregator([{ $project: { value: promote(expression) } }], MINGO_OPTIONS).run([promote(root) as Document]) as Document[];
+  const [result] = new Aggregator([{ $project: { value: promote(expression) } }], MINGO_OPTIONS).run([
+    promote(root) as Document,
+  ]) as Document[];
   return result?.value;
 }
 
@@ -246,7 +259,10 @@ function include(doc: Document, node: Node, root: Document, positional: ((e: unk
         }
         const found = value.find((element) => positional!(element));
         if (found === undefined) {
-          throw new CommandError(51246, "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array");
+          throw new CommandError(
+            51246,
+            "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array",
+          );
         }
         setField(out, name, [found]);
         break;

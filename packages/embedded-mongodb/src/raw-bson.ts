@@ -1,4 +1,4 @@
-import { BSON, Long, type Document } from 'bson';
+import { BSON, type Document, Long } from 'bson';
 
 /**
  * Byte-level work on stored documents, so that the common paths (returning

@@ -1,9 +1,10 @@
 import { chmod, stat } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
 import { dirname } from 'node:path';
+
 import { handleMessage } from './commands/dispatch.js';
 import { Engine } from './engine.js';
-import { systemClock, type Clock } from './oplog.js';
+import { type Clock, systemClock } from './oplog.js';
 import { MessageFramer } from './wire.js';
 
 export type { Clock } from './oplog.js';

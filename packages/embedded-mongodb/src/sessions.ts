@@ -1,4 +1,5 @@
 import type { Document } from 'bson';
+
 import { CommandError, ErrorCode } from './errors.js';
 import { formatValue } from './values.js';
 

@@ -1,4 +1,5 @@
-import { BSON, type Binary, type DBRef, type Document, type Long, type ObjectId } from 'bson';
+import { type Binary, BSON, type DBRef, type Document, type Long, type ObjectId } from 'bson';
+
 import { CommandError, ErrorCode } from './errors.js';
 
 /**
@@ -376,9 +377,27 @@ export function formatDocument(doc: Document): string {
 }
 
 const TYPE_ALIASES: Record<string, number> = {
-  double: 1, string: 2, object: 3, array: 4, binData: 5, undefined: 6, objectId: 7, bool: 8, date: 9, null: 10,
-  regex: 11, dbPointer: 12, javascript: 13, symbol: 14, javascriptWithScope: 15, int: 16, timestamp: 17, long: 18,
-  decimal: 19, minKey: -1, maxKey: 127,
+  double: 1,
+  string: 2,
+  object: 3,
+  array: 4,
+  binData: 5,
+  undefined: 6,
+  objectId: 7,
+  bool: 8,
+  date: 9,
+  null: 10,
+  regex: 11,
+  dbPointer: 12,
+  javascript: 13,
+  symbol: 14,
+  javascriptWithScope: 15,
+  int: 16,
+  timestamp: 17,
+  long: 18,
+  decimal: 19,
+  minKey: -1,
+  maxKey: 127,
 };
 const TYPE_NAMES = new Map(Object.entries(TYPE_ALIASES).map(([name, code]) => [code, name]));
 

@@ -100,7 +100,7 @@ function parseOpMsg(message: Buffer, requestId: number): OpMsgRequest {
       if (nameEnd < 0 || nameEnd >= sectionEnd) throw new ProtocolError('invalid document sequence identifier');
       const identifier = message.toString('utf8', at + 4, nameEnd);
       const docs: Buffer[] = [];
-      for (let d = nameEnd + 1; d < sectionEnd; ) {
+      for (let d = nameEnd + 1; d < sectionEnd;) {
         const doc = readDocument(message, d, sectionEnd);
         docs.push(doc);
         d += doc.length;

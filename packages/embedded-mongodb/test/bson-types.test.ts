@@ -1,5 +1,6 @@
 import { Binary, Decimal128, Double, Int32, Long, ObjectId, Timestamp, UUID } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { connect, type Connected } from './support/connect.js';
 
 let t: Connected;
@@ -80,7 +81,12 @@ describe('BSON types', () => {
     ]);
     const ids = (await t.collection('numbers').find({ v: 5 }).sort({ _id: 1 }).toArray()).map((d) => d._id);
     expect(ids).toEqual(['double', 'int', 'long']);
-    const gt = (await t.collection('numbers').find({ v: { $gt: Long.fromNumber(5) } }).toArray()).map((d) => d._id);
+    const gt = (
+      await t
+        .collection('numbers')
+        .find({ v: { $gt: Long.fromNumber(5) } })
+        .toArray()
+    ).map((d) => d._id);
     expect(gt).toEqual(['other']);
   });
 

@@ -1,7 +1,8 @@
-import { MongoClient, type ChangeStream, type ChangeStreamDocument, type Document, type ResumeToken } from 'mongodb';
+import { type ChangeStream, type ChangeStreamDocument, type Document, MongoClient, type ResumeToken } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedServer, type EmbeddedServer } from '../src/index.js';
-import { connect, serverError, servesReplicaSet, type AnyDocument, type Connected } from './support/connect.js';
+
+import { type EmbeddedServer, startEmbeddedServer } from '../src/index.js';
+import { type AnyDocument, connect, type Connected, serverError, servesReplicaSet } from './support/connect.js';
 import { startProxy } from './support/proxy.js';
 
 const external = process.env.MONGODB_URI;
@@ -51,9 +52,18 @@ describe.skipIf(!replicaSet)('change streams', () => {
       await written('orders').deleteOne({ _id: 1 });
 
       const insert = await nextChange(stream);
-      expect(insert).toMatchObject({ operationType: 'insert', fullDocument: { _id: 1, status: 'new', lines: [1] }, ns: { db: t.database.dbName, coll: 'orders' }, documentKey: { _id: 1 } });
+      expect(insert).toMatchObject({
+        operationType: 'insert',
+        fullDocument: { _id: 1, status: 'new', lines: [1] },
+        ns: { db: t.database.dbName, coll: 'orders' },
+        documentKey: { _id: 1 },
+      });
       const update = await nextChange(stream);
-      expect(update).toMatchObject({ operationType: 'update', documentKey: { _id: 1 }, updateDescription: { updatedFields: { status: 'paid', 'lines.1': 2 }, removedFields: [] } });
+      expect(update).toMatchObject({
+        operationType: 'update',
+        documentKey: { _id: 1 },
+        updateDescription: { updatedFields: { status: 'paid', 'lines.1': 2 }, removedFields: [] },
+      });
       expect((update as { fullDocument?: unknown }).fullDocument).toBeUndefined();
       const unset = await nextChange(stream);
       expect(unset).toMatchObject({ operationType: 'update', updateDescription: { updatedFields: {}, removedFields: ['status'] } });
@@ -70,11 +80,18 @@ describe.skipIf(!replicaSet)('change streams', () => {
     const stream = t.collection('notes').watch([{ $match: { 'fullDocument.owner': 7 } }], { ...QUICK, fullDocument: 'updateLookup' });
     try {
       await stream.tryNext();
-      await written('notes').insertMany([{ _id: 1, owner: 8, text: 'a' }, { _id: 2, owner: 7, text: 'b' }]);
+      await written('notes').insertMany([
+        { _id: 1, owner: 8, text: 'a' },
+        { _id: 2, owner: 7, text: 'b' },
+      ]);
       await written('notes').updateOne({ _id: 1 }, { $set: { text: 'a2' } });
       await written('notes').updateOne({ _id: 2 }, { $set: { text: 'b2' } });
       expect(await nextChange(stream)).toMatchObject({ operationType: 'insert', documentKey: { _id: 2 } });
-      expect(await nextChange(stream)).toMatchObject({ operationType: 'update', documentKey: { _id: 2 }, fullDocument: { _id: 2, owner: 7, text: 'b2' } });
+      expect(await nextChange(stream)).toMatchObject({
+        operationType: 'update',
+        documentKey: { _id: 2 },
+        fullDocument: { _id: 2, owner: 7, text: 'b2' },
+      });
     } finally {
       await stream.close();
     }
@@ -144,7 +161,9 @@ describe.skipIf(!replicaSet)('change streams', () => {
     } finally {
       await stream.close();
     }
-    const refused = await serverError(t.db.command({ aggregate: 'dropped', pipeline: [{ $changeStream: { resumeAfter: invalidate } }], cursor: {} }));
+    const refused = await serverError(
+      t.db.command({ aggregate: 'dropped', pipeline: [{ $changeStream: { resumeAfter: invalidate } }], cursor: {} }),
+    );
     expect(refused.code).toBe(260);
     await written('dropped').insertOne({ _id: 'again' });
     const after = t.collection('dropped').watch([], { ...QUICK, startAfter: invalidate });
@@ -171,7 +190,9 @@ describe.skipIf(!replicaSet)('change streams', () => {
   });
 
   it('refuse stages that cannot follow $changeStream', async () => {
-    const error = await serverError(t.db.command({ aggregate: 'x', pipeline: [{ $changeStream: {} }, { $group: { _id: null } }], cursor: {} }));
+    const error = await serverError(
+      t.db.command({ aggregate: 'x', pipeline: [{ $changeStream: {} }, { $group: { _id: null } }], cursor: {} }),
+    );
     expect(error.code).toBeGreaterThan(0);
   });
 });
@@ -217,7 +238,9 @@ describe.skipIf(external)('change streams on the engine', () => {
       const first = await nextChange(stream);
       await stream.close();
       await items.insertMany(Array.from({ length: 200 }, (_, i) => ({ _id: i + 1, padding: 'x'.repeat(1000) })));
-      const error = await serverError(client.db('lost').command({ aggregate: 'items', pipeline: [{ $changeStream: { resumeAfter: first._id } }], cursor: {} }));
+      const error = await serverError(
+        client.db('lost').command({ aggregate: 'items', pipeline: [{ $changeStream: { resumeAfter: first._id } }], cursor: {} }),
+      );
       expect(error.code).toBe(286);
     } finally {
       await client.close();

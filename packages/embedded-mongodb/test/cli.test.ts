@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+
 import { MongoClient } from 'mongodb';
 import { describe, expect, it } from 'vitest';
 
@@ -47,7 +48,10 @@ describe('embedded-mongodb (the command line)', () => {
 
       const client = await MongoClient.connect(uri);
       try {
-        await client.db('cli').collection('things').insertOne({ _id: 1 as never, ok: true });
+        await client
+          .db('cli')
+          .collection('things')
+          .insertOne({ _id: 1 as never, ok: true });
         expect(await client.db('cli').collection('things').findOne({})).toEqual({ _id: 1, ok: true });
         expect((await client.db('admin').command({ hello: 1 })).setName).toBeUndefined();
       } finally {

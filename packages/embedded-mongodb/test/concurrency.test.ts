@@ -1,5 +1,6 @@
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { connect, type Connected } from './support/connect.js';
 
 let t: Connected;

@@ -1,6 +1,7 @@
 import { ObjectId } from 'mongodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { connect, serverError, type Connected } from './support/connect.js';
+
+import { connect, type Connected, serverError } from './support/connect.js';
 
 let t: Connected;
 
@@ -29,7 +30,11 @@ describe('insert', () => {
   it('stops an ordered insert at the first error and reports its index', async () => {
     const reply = await t.db.command({
       insert: 'people',
-      documents: [{ _id: 1, name: 'a' }, { _id: 1, name: 'b' }, { _id: 2, name: 'c' }],
+      documents: [
+        { _id: 1, name: 'a' },
+        { _id: 1, name: 'b' },
+        { _id: 2, name: 'c' },
+      ],
       ordered: true,
     });
     expect(reply.n).toBe(1);
@@ -41,7 +46,12 @@ describe('insert', () => {
   it('continues an unordered insert past errors', async () => {
     const reply = await t.db.command({
       insert: 'people',
-      documents: [{ _id: 1, name: 'a' }, { _id: 1, name: 'b' }, { _id: 2, name: 'c' }, { _id: 2, name: 'd' }],
+      documents: [
+        { _id: 1, name: 'a' },
+        { _id: 1, name: 'b' },
+        { _id: 2, name: 'c' },
+        { _id: 2, name: 'd' },
+      ],
       ordered: false,
     });
     expect(reply.n).toBe(2);
@@ -131,7 +141,9 @@ describe('update', () => {
 
   it('updates array elements chosen by arrayFilters and the positional operator', async () => {
     await t.collection('grades').insertOne({ _id: 1, grades: [{ g: 80 }, { g: 95 }, { g: 70 }] });
-    await t.collection('grades').updateOne({ _id: 1 }, { $set: { 'grades.$[hi].top': true } }, { arrayFilters: [{ 'hi.g': { $gte: 90 } }] });
+    await t
+      .collection('grades')
+      .updateOne({ _id: 1 }, { $set: { 'grades.$[hi].top': true } }, { arrayFilters: [{ 'hi.g': { $gte: 90 } }] });
     await t.collection('grades').updateOne({ _id: 1, 'grades.g': 70 }, { $inc: { 'grades.$.g': 5 } });
     expect(await t.collection('grades').findOne({ _id: 1 })).toEqual({
       _id: 1,
@@ -140,7 +152,10 @@ describe('update', () => {
   });
 
   it('refuses two operators on the same path', async () => {
-    const reply = await t.db.command({ update: 'people', updates: [{ q: { _id: 2 }, u: { $pull: { tags: 'a' }, $addToSet: { tags: 'b' } } }] });
+    const reply = await t.db.command({
+      update: 'people',
+      updates: [{ q: { _id: 2 }, u: { $pull: { tags: 'a' }, $addToSet: { tags: 'b' } } }],
+    });
     expect(reply.writeErrors[0].code).toBe(40);
     expect(reply.writeErrors[0].errmsg).toBe("Updating the path 'tags' would create a conflict at 'tags'");
   });
@@ -153,9 +168,11 @@ describe('update', () => {
   it('refuses $inc on a string and an unknown operator', async () => {
     const inc = await serverError(people().updateOne({ _id: 1 }, { $inc: { name: 1 } }));
     expect(inc.code).toBe(14);
-    const unknown = await serverError(t.db.command({ update: 'people', updates: [{ q: {}, u: { $frob: { a: 1 } } }] }).then((r) => {
-      if (r.writeErrors) throw Object.assign(new Error(r.writeErrors[0].errmsg), r.writeErrors[0]);
-    }));
+    const unknown = await serverError(
+      t.db.command({ update: 'people', updates: [{ q: {}, u: { $frob: { a: 1 } } }] }).then((r) => {
+        if (r.writeErrors) throw Object.assign(new Error(r.writeErrors[0].errmsg), r.writeErrors[0]);
+      }),
+    );
     expect(unknown.code).toBe(9);
   });
 
@@ -167,7 +184,11 @@ describe('update', () => {
 
 describe('delete', () => {
   beforeEach(async () => {
-    await people().insertMany([{ name: 'a', age: 1 }, { name: 'b', age: 1 }, { name: 'c', age: 2 }]);
+    await people().insertMany([
+      { name: 'a', age: 1 },
+      { name: 'b', age: 1 },
+      { name: 'c', age: 2 },
+    ]);
   });
 
   it('deletes one match with limit 1 and all with limit 0', async () => {
@@ -212,7 +233,13 @@ describe('findAndModify', () => {
   });
 
   it('upserts and reports the new _id in lastErrorObject', async () => {
-    const reply = await t.db.command({ findAndModify: 'people', query: { name: 'cid' }, update: { $set: { age: 5 } }, upsert: true, new: true });
+    const reply = await t.db.command({
+      findAndModify: 'people',
+      query: { name: 'cid' },
+      update: { $set: { age: 5 } },
+      upsert: true,
+      new: true,
+    });
     expect(reply.lastErrorObject).toMatchObject({ n: 1, updatedExisting: false });
     expect(reply.lastErrorObject.upserted).toEqual(reply.value._id);
     expect(reply.value).toMatchObject({ name: 'cid', age: 5 });
@@ -254,16 +281,30 @@ describe('count, distinct and aggregate', () => {
 
   it('aggregates with a cursor', async () => {
     const groups = await people()
-      .aggregate<{ _id: number; n: number }>([{ $match: { age: { $gte: 20 } } }, { $group: { _id: '$age', n: { $sum: 1 } } }, { $sort: { _id: 1 } }])
+      .aggregate<{ _id: number; n: number }>([
+        { $match: { age: { $gte: 20 } } },
+        { $group: { _id: '$age', n: { $sum: 1 } } },
+        { $sort: { _id: 1 } },
+      ])
       .toArray();
-    expect(groups).toEqual([{ _id: 20, n: 1 }, { _id: 30, n: 2 }]);
-    const reply = await t.db.command({ aggregate: 'people', pipeline: [{ $sort: { name: 1 } }, { $project: { _id: 0, name: 1 } }], cursor: { batchSize: 2 } });
+    expect(groups).toEqual([
+      { _id: 20, n: 1 },
+      { _id: 30, n: 2 },
+    ]);
+    const reply = await t.db.command({
+      aggregate: 'people',
+      pipeline: [{ $sort: { name: 1 } }, { $project: { _id: 0, name: 1 } }],
+      cursor: { batchSize: 2 },
+    });
     expect(reply.cursor.firstBatch).toEqual([{ name: 'ann' }, { name: 'bob' }]);
     expect(reply.cursor.ns).toBe(`${t.database.dbName}.people`);
   });
 
   it('looks up documents of another collection', async () => {
-    await t.collection('pets').insertMany([{ owner: 'ann', pet: 'cat' }, { owner: 'ann', pet: 'dog' }]);
+    await t.collection('pets').insertMany([
+      { owner: 'ann', pet: 'cat' },
+      { owner: 'ann', pet: 'dog' },
+    ]);
     const [ann] = await people()
       .aggregate([{ $match: { name: 'ann' } }, { $lookup: { from: 'pets', localField: 'name', foreignField: 'owner', as: 'pets' } }])
       .toArray();

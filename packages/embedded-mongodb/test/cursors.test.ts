@@ -1,6 +1,7 @@
-import { Long, type CommandStartedEvent } from 'mongodb';
+import { type CommandStartedEvent, Long } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, serverError, type AnyDocument, type Connected } from './support/connect.js';
+
+import { type AnyDocument, connect, type Connected, serverError } from './support/connect.js';
 
 let t: Connected;
 const started: CommandStartedEvent[] = [];
@@ -57,7 +58,9 @@ describe('cursors', () => {
   it('kills cursors, after which getMore fails with CursorNotFound', async () => {
     const first = await t.db.command({ find: 'numbers', filter: {}, batchSize: 2 });
     const killed = await t.db.command({ killCursors: 'numbers', cursors: [first.cursor.id] });
-    expect(killed.cursorsKilled.map((id: unknown) => Long.fromValue(id as Long).toString())).toEqual([Long.fromValue(first.cursor.id).toString()]);
+    expect(killed.cursorsKilled.map((id: unknown) => Long.fromValue(id as Long).toString())).toEqual([
+      Long.fromValue(first.cursor.id).toString(),
+    ]);
     const error = await serverError(t.db.command({ getMore: first.cursor.id, collection: 'numbers' }));
     expect(error.code).toBe(43);
     expect(error.codeName).toBe('CursorNotFound');
@@ -71,7 +74,10 @@ describe('cursors', () => {
   });
 
   it('keeps an index-order cursor going while other writes happen between batches', async () => {
-    const cursor = t.collection('numbers').find({ _id: { $gte: 900 } }, { batchSize: 10 }).sort({ _id: 1 });
+    const cursor = t
+      .collection('numbers')
+      .find({ _id: { $gte: 900 } }, { batchSize: 10 })
+      .sort({ _id: 1 });
     const seen: number[] = [];
     for await (const doc of cursor) {
       seen.push(doc.n);

@@ -1,5 +1,6 @@
 import type { Document } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { connect, type Connected } from './support/connect.js';
 
 let t: Connected;
@@ -50,7 +51,12 @@ describe('indexed queries do not scan the collection', () => {
   });
 
   it('returns the 100 newest in order', async () => {
-    const page = await t.collection('large').find({ userId: 42 }, { projection: { _id: 0, id: 1 } }).sort({ id: -1 }).limit(100).toArray();
+    const page = await t
+      .collection('large')
+      .find({ userId: 42 }, { projection: { _id: 0, id: 1 } })
+      .sort({ id: -1 })
+      .limit(100)
+      .toArray();
     expect(page.map((d) => d.id)).toEqual(Array.from({ length: 100 }, (_, i) => PER_USER - i));
   });
 
@@ -67,7 +73,12 @@ describe('indexed queries do not scan the collection', () => {
   it('uses the index for a range on the key after the equality prefix', async () => {
     const s = await stats('large', { userId: 9, id: { $lt: 50 } }, { id: -1 });
     expect(s).toMatchObject({ nReturned: 49, totalDocsExamined: 49 });
-    const page = await t.collection('large').find({ userId: 9, id: { $lt: 50 } }).sort({ id: -1 }).limit(3).toArray();
+    const page = await t
+      .collection('large')
+      .find({ userId: 9, id: { $lt: 50 } })
+      .sort({ id: -1 })
+      .limit(3)
+      .toArray();
     expect(page.map((d) => d.id)).toEqual([49, 48, 47]);
   });
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { connect, serverError, type Connected } from './support/connect.js';
+
+import { connect, type Connected, serverError } from './support/connect.js';
 
 let t: Connected;
 
@@ -13,8 +14,12 @@ const users = () => t.collection('users');
 const conversations = () => t.collection('conversations');
 
 beforeEach(async () => {
-  await users().drop().catch(() => undefined);
-  await conversations().drop().catch(() => undefined);
+  await users()
+    .drop()
+    .catch(() => undefined);
+  await conversations()
+    .drop()
+    .catch(() => undefined);
   await users().createIndex({ email: 1 }, { unique: true });
   await conversations().createIndex({ userId: 1, id: -1 }, { unique: true });
 });
@@ -24,14 +29,20 @@ describe('unique indexes', () => {
     await users().insertOne({ email: 'a@x.io' });
     const error = await serverError(users().insertOne({ email: 'a@x.io' }));
     expect(error.code).toBe(11000);
-    expect(error.message).toBe(`E11000 duplicate key error collection: ${t.database.dbName}.users index: email_1 dup key: { email: "a@x.io" }`);
+    expect(error.message).toBe(
+      `E11000 duplicate key error collection: ${t.database.dbName}.users index: email_1 dup key: { email: "a@x.io" }`,
+    );
     expect(error.keyPattern).toEqual({ email: 1 });
     expect(error.keyValue).toEqual({ email: 'a@x.io' });
     expect(await users().countDocuments()).toBe(1);
   });
 
   it('refuses a duplicate compound key and accepts keys that differ in one field', async () => {
-    await conversations().insertMany([{ userId: 1, id: 1 }, { userId: 1, id: 2 }, { userId: 2, id: 1 }]);
+    await conversations().insertMany([
+      { userId: 1, id: 1 },
+      { userId: 1, id: 2 },
+      { userId: 2, id: 1 },
+    ]);
     const error = await serverError(conversations().insertOne({ userId: 1, id: 2 }));
     expect(error.code).toBe(11000);
     expect(error.message).toContain('index: userId_1_id_-1 dup key: { userId: 1, id: 2 }');
@@ -48,7 +59,10 @@ describe('unique indexes', () => {
   });
 
   it('refuses an update that would duplicate a key and leaves the document unchanged', async () => {
-    await users().insertMany([{ _id: 1, email: 'a' }, { _id: 2, email: 'b' }]);
+    await users().insertMany([
+      { _id: 1, email: 'a' },
+      { _id: 2, email: 'b' },
+    ]);
     const error = await serverError(users().updateOne({ _id: 2 }, { $set: { email: 'a' } }));
     expect(error.code).toBe(11000);
     expect(error.keyValue).toEqual({ email: 'a' });
@@ -110,7 +124,9 @@ describe('index management', () => {
   });
 
   it('refuses the same key under another name and another key under the same name', async () => {
-    const sameKey = await serverError(t.db.command({ createIndexes: 'users', indexes: [{ key: { email: 1 }, name: 'other', unique: true }] }));
+    const sameKey = await serverError(
+      t.db.command({ createIndexes: 'users', indexes: [{ key: { email: 1 }, name: 'other', unique: true }] }),
+    );
     expect(sameKey.code).toBe(85);
     const sameName = await serverError(t.db.command({ createIndexes: 'users', indexes: [{ key: { other: 1 }, name: 'email_1' }] }));
     expect(sameName.code).toBe(86);
@@ -149,8 +165,19 @@ describe('index management', () => {
   it('indexes every element of an array field', async () => {
     const tagged = t.collection('tagged');
     await tagged.createIndex({ tags: 1 });
-    await tagged.insertMany([{ _id: 1, tags: ['a', 'b'] }, { _id: 2, tags: ['b', 'c'] }, { _id: 3, tags: 'c' }]);
+    await tagged.insertMany([
+      { _id: 1, tags: ['a', 'b'] },
+      { _id: 2, tags: ['b', 'c'] },
+      { _id: 3, tags: 'c' },
+    ]);
     expect((await tagged.find({ tags: 'b' }).sort({ _id: 1 }).toArray()).map((d) => d._id)).toEqual([1, 2]);
-    expect((await tagged.find({ tags: { $in: ['a', 'c'] } }).sort({ _id: 1 }).toArray()).map((d) => d._id)).toEqual([1, 2, 3]);
+    expect(
+      (
+        await tagged
+          .find({ tags: { $in: ['a', 'c'] } })
+          .sort({ _id: 1 })
+          .toArray()
+      ).map((d) => d._id),
+    ).toEqual([1, 2, 3]);
   });
 });

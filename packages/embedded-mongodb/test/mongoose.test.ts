@@ -1,5 +1,6 @@
-import mongoose, { Schema, type Connection } from 'mongoose';
+import mongoose, { type Connection, Schema } from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { startTestDatabase, type TestDatabase } from './support/connect.js';
 
 let database: TestDatabase;
@@ -41,10 +42,19 @@ describe('Mongoose 9 over the engine', () => {
 
   it('does model CRUD', async () => {
     const Conversation = connection.model('Conversation', conversationSchema);
-    const created = await Conversation.create({ userId: 1, id: 1, name: 'Trip', model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] });
+    const created = await Conversation.create({
+      userId: 1,
+      id: 1,
+      name: 'Trip',
+      model: 'gpt-4o',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     const found = await Conversation.findOne({ userId: 1, id: 1 }).lean();
     expect(found).toMatchObject({ _id: created._id, name: 'Trip', enableWeb: false, messages: [{ role: 'user', content: 'hi' }] });
-    await Conversation.updateOne({ _id: created._id }, { $set: { name: 'Trip to Rome' }, $push: { messages: { role: 'assistant', content: 'ok' } } });
+    await Conversation.updateOne(
+      { _id: created._id },
+      { $set: { name: 'Trip to Rome' }, $push: { messages: { role: 'assistant', content: 'ok' } } },
+    );
     const doc = await Conversation.findById(created._id);
     expect(doc!.name).toBe('Trip to Rome');
     expect(doc!.messages).toHaveLength(2);
@@ -67,7 +77,9 @@ describe('Mongoose 9 over the engine', () => {
 
   it('reads the newest 100 conversations of a user with a projection', async () => {
     const Conversation = connection.model('Conversation', conversationSchema);
-    await Conversation.insertMany(Array.from({ length: 150 }, (_, i) => ({ userId: 3, id: i + 1, name: `c${i + 1}`, messages: [{ role: 'user', content: 'x' }] })));
+    await Conversation.insertMany(
+      Array.from({ length: 150 }, (_, i) => ({ userId: 3, id: i + 1, name: `c${i + 1}`, messages: [{ role: 'user', content: 'x' }] })),
+    );
     const page = await Conversation.find({ userId: 3 }, { messages: 0 }).sort({ id: -1 }).limit(100).lean();
     expect(page).toHaveLength(100);
     expect(page[0]).toMatchObject({ id: 150, name: 'c150' });
@@ -78,7 +90,11 @@ describe('Mongoose 9 over the engine', () => {
   it('upserts with findOneAndUpdate and increments atomically', async () => {
     const User = connection.model('User', userSchema);
     await User.init();
-    const created = await User.findOneAndUpdate({ id: 7 }, { $setOnInsert: { username: 'gus' }, $set: { quota: 10 } }, { upsert: true, new: true });
+    const created = await User.findOneAndUpdate(
+      { id: 7 },
+      { $setOnInsert: { username: 'gus' }, $set: { quota: 10 } },
+      { upsert: true, new: true },
+    );
     expect(created).toMatchObject({ id: 7, username: 'gus', quota: 10 });
     const incremented = await User.findOneAndUpdate({ id: 7, quota: { $gte: 4 } }, { $inc: { quota: -4 } }, { new: true }).lean();
     expect(incremented!.quota).toBe(6);

@@ -1,6 +1,7 @@
-import { Long, type ClientSession } from 'mongodb';
+import { type ClientSession, Long } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, serverError, servesReplicaSet, type Connected } from './support/connect.js';
+
+import { connect, type Connected, serverError, servesReplicaSet } from './support/connect.js';
 
 /** Retryable writes need a replica set member (or mongos). */
 const replicaSet = await servesReplicaSet();
@@ -31,7 +32,9 @@ describe.skipIf(!replicaSet)('retryable writes', () => {
 
   it('refuse a transaction number older than the last one used on the session', async () => {
     await t.db.command({ insert: 'retried', documents: [{ _id: 2 }], txnNumber: Long.fromNumber(5) }, { session });
-    const error = await serverError(t.db.command({ insert: 'retried', documents: [{ _id: 3 }], txnNumber: Long.fromNumber(4) }, { session }));
+    const error = await serverError(
+      t.db.command({ insert: 'retried', documents: [{ _id: 3 }], txnNumber: Long.fromNumber(4) }, { session }),
+    );
     expect(error.code).toBe(225);
     expect(await t.collection('retried').countDocuments({ _id: 3 })).toBe(0);
   });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, serverError, type Connected } from './support/connect.js';
+
+import { connect, type Connected, serverError } from './support/connect.js';
 
 let t: Connected;
 

@@ -1,6 +1,7 @@
 import { ObjectId } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, serverError, type Connected } from './support/connect.js';
+
+import { connect, type Connected, serverError } from './support/connect.js';
 
 let t: Connected;
 

@@ -1,6 +1,7 @@
 import { Long, MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedServer, type EmbeddedServer, type EmbeddedServerOptions } from '../src/index.js';
+
+import { type EmbeddedServer, type EmbeddedServerOptions, startEmbeddedServer } from '../src/index.js';
 import { serverError } from './support/connect.js';
 
 /** An engine started with `options`, and a client on it, for the enclosing block. */
@@ -25,7 +26,15 @@ describe.skipIf(process.env.MONGODB_URI)('topology', () => {
     it('answers hello as the primary of its set, naming itself as the only host', async () => {
       const hello = await t.client.db('admin').command({ hello: 1 });
       const me = new URL(t.server.uri).host;
-      expect(hello).toMatchObject({ isWritablePrimary: true, secondary: false, setName: 'rs0', setVersion: 1, hosts: [me], primary: me, me });
+      expect(hello).toMatchObject({
+        isWritablePrimary: true,
+        secondary: false,
+        setName: 'rs0',
+        setVersion: 1,
+        hosts: [me],
+        primary: me,
+        me,
+      });
       expect(hello.lastWrite.opTime.ts).toBeDefined();
       expect(hello.operationTime).toBeDefined();
       expect(hello.$clusterTime.clusterTime).toBeDefined();
@@ -77,7 +86,9 @@ describe.skipIf(process.env.MONGODB_URI)('topology', () => {
 
     it('refuses transaction numbers and replSetGetStatus as mongod without --replSet does', async () => {
       const error = await serverError(
-        t.client.db('t').command({ insert: 'tx', documents: [{ a: 1 }], txnNumber: Long.fromNumber(1), autocommit: false, startTransaction: true }),
+        t.client
+          .db('t')
+          .command({ insert: 'tx', documents: [{ a: 1 }], txnNumber: Long.fromNumber(1), autocommit: false, startTransaction: true }),
       );
       expect(error.code).toBe(20);
       expect(error.message).toBe('Transaction numbers are only allowed on a replica set member or mongos');

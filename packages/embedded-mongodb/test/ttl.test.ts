@@ -1,6 +1,7 @@
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedServer, type EmbeddedServer } from '../src/index.js';
+
+import { type EmbeddedServer, startEmbeddedServer } from '../src/index.js';
 import type { AnyDocument } from './support/connect.js';
 
 /** The TTL monitor runs on the engine's injectable clock, so time moves without waiting (embedded engine only). */
@@ -27,7 +28,9 @@ describe.skipIf(process.env.MONGODB_URI)('TTL indexes', () => {
       { _id: 'recent', lastSeen: new Date(now - 60_000) },
       { _id: 'not-a-date', lastSeen: 'yesterday' },
     ]);
-    await expect.poll(async () => (await sessions.find().sort({ _id: 1 }).toArray()).map((doc) => doc._id)).toEqual(['not-a-date', 'recent']);
+    await expect
+      .poll(async () => (await sessions.find().sort({ _id: 1 }).toArray()).map((doc) => doc._id))
+      .toEqual(['not-a-date', 'recent']);
 
     now += 3600_000;
     await expect.poll(async () => (await sessions.find().toArray()).map((doc) => doc._id)).toEqual(['not-a-date']);

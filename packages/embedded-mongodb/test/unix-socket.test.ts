@@ -1,9 +1,11 @@
-import { mkdtemp, rm, stat, chmod } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedServer, type EmbeddedServer } from '../src/index.js';
+
+import { type EmbeddedServer, startEmbeddedServer } from '../src/index.js';
 
 /** A server reachable only through a socket file its owner can open (embedded engine only). */
 describe.skipIf(process.env.MONGODB_URI)('listening on a Unix domain socket', () => {
@@ -30,7 +32,10 @@ describe.skipIf(process.env.MONGODB_URI)('listening on a Unix domain socket', ()
     expect(server.uri).toBe(`mongodb://${encodeURIComponent(join(directory, 'mongodb.sock'))}/?directConnection=true`);
     const client = await MongoClient.connect(server.uri);
     try {
-      await client.db('local_only').collection('things').insertOne({ _id: 1 as never, ok: true });
+      await client
+        .db('local_only')
+        .collection('things')
+        .insertOne({ _id: 1 as never, ok: true });
       expect(await client.db('local_only').collection('things').findOne({})).toEqual({ _id: 1, ok: true });
       const hello = await client.db('admin').command({ hello: 1 });
       expect(hello.me).toBe(join(directory, 'mongodb.sock'));

@@ -1,6 +1,8 @@
 import { connect as netConnect, type Socket } from 'node:net';
+
 import { BSON, type Document } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
 import { connect, type Connected } from './support/connect.js';
 
 let t: Connected;

@@ -1,9 +1,11 @@
+import { parseArgs } from 'node:util';
+
 import { ApolloServer } from '@apollo/server';
 import { startStandaloneServer } from '@apollo/server/standalone';
 import DataLoader from 'dataloader';
 import { GraphQLError } from 'graphql';
 import mongoose from 'mongoose';
-import { parseArgs } from 'node:util';
+
 import { conversationModel, type ConversationRecord, type MessageRecord } from '../../../src/conversations/conversation.model.js';
 import { bearerUser } from './legacy-bodies.js';
 
@@ -54,7 +56,11 @@ const SUMMARY = { _id: 0, id: 1, userId: 1, name: 1, model: 1, enableWeb: 1 };
 const resolvers = {
   Query: {
     conversations: async (_: unknown, { first }: { first: number }, { userId }: Context) => ({
-      nodes: await conversations.find({ userId }, SUMMARY).sort({ id: -1 }).limit(Math.min(Math.max(first, 0), 100)).lean(),
+      nodes: await conversations
+        .find({ userId }, SUMMARY)
+        .sort({ id: -1 })
+        .limit(Math.min(Math.max(first, 0), 100))
+        .lean(),
     }),
     conversation: (_: unknown, { id }: { id: number }, { byId }: Context) => byId.load(id),
   },

@@ -1,6 +1,8 @@
+import { parseArgs } from 'node:util';
+
 import express from 'express';
 import mongoose from 'mongoose';
-import { parseArgs } from 'node:util';
+
 import { conversationModel } from '../../../src/conversations/conversation.model.js';
 import { bearerUser, conversationIdOf, INVALID_ID, listBody, loadBody } from './legacy-bodies.js';
 
@@ -37,7 +39,9 @@ app.get('/conversation/load', async (request, response) => {
   if (userId === null) return void response.status(401).json({ status: false, message: 'unauthorized' });
   const id = conversationIdOf(request.query.id);
   if (id === null) return void response.type('application/json').send(JSON.stringify(INVALID_ID));
-  const row = await conversations.findOne({ userId, id }, { _id: 0, id: 1, userId: 1, name: 1, messages: 1, model: 1, enableWeb: 1 }).lean();
+  const row = await conversations
+    .findOne({ userId, id }, { _id: 0, id: 1, userId: 1, name: 1, messages: 1, model: 1, enableWeb: 1 })
+    .lean();
   response.type('application/json').send(JSON.stringify(loadBody(row)));
 });
 

@@ -1,6 +1,8 @@
-import { MongoClient } from 'mongodb';
 import type { ServerResponse } from 'node:http';
-import { conversationIdOf, INVALID_ID, listBody, loadBody, type ConversationRow } from './legacy-bodies.js';
+
+import { MongoClient } from 'mongodb';
+
+import { conversationIdOf, type ConversationRow, INVALID_ID, listBody, loadBody } from './legacy-bodies.js';
 
 /**
  * The two legacy reads straight on the `mongodb` driver, and the answer written straight on the

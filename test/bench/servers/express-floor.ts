@@ -1,5 +1,7 @@
-import express, { type Response } from 'express';
 import { parseArgs } from 'node:util';
+
+import express, { type Response } from 'express';
+
 import { driverReads, sendJson } from './driver-reads.js';
 import { bearerUser } from './legacy-bodies.js';
 
@@ -12,7 +14,8 @@ import { bearerUser } from './legacy-bodies.js';
  * node --import tsx test/bench/servers/express-floor.ts --port N --uri MONGODB_URI --secret JWT_SECRET
  */
 const { values } = parseArgs({ options: { port: { type: 'string' }, uri: { type: 'string' }, secret: { type: 'string' } } });
-if (!values.port || !values.uri || !values.secret) throw new Error('usage: express-floor.ts --port N --uri MONGODB_URI --secret JWT_SECRET');
+if (!values.port || !values.uri || !values.secret)
+  throw new Error('usage: express-floor.ts --port N --uri MONGODB_URI --secret JWT_SECRET');
 
 const verify = bearerUser(values.secret);
 /** The benchmark sends one token: unbounded is fine here, as it would not be in a server. */
@@ -35,7 +38,9 @@ async function answer(authorization: string | undefined, response: Response, rea
 }
 app.get('/conversation/list', (request, response) => answer(request.get('authorization'), response, (userId) => reads.list(userId)));
 app.get('/conversation/load', (request, response) =>
-  answer(request.get('authorization'), response, (userId) => reads.load(userId, typeof request.query.id === 'string' ? request.query.id : null)),
+  answer(request.get('authorization'), response, (userId) =>
+    reads.load(userId, typeof request.query.id === 'string' ? request.query.id : null),
+  ),
 );
 
 const server = app.listen(Number(values.port), '127.0.0.1', () => {

@@ -1,5 +1,6 @@
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
+
 import { driverReads, sendJson } from './driver-reads.js';
 import { bearerUser } from './legacy-bodies.js';
 
@@ -24,7 +25,11 @@ const server = createServer(async (request, response) => {
     }
     const userId = await callerOf(request.headers.authorization);
     if (userId === null) return sendJson(response, 401, { status: false, message: 'unauthorized' });
-    sendJson(response, 200, url.pathname === '/conversation/list' ? await reads.list(userId) : await reads.load(userId, url.searchParams.get('id')));
+    sendJson(
+      response,
+      200,
+      url.pathname === '/conversation/list' ? await reads.list(userId) : await reads.load(userId, url.searchParams.get('id')),
+    );
   } catch {
     sendJson(response, 500, { status: false, message: 'internal error' });
   }

@@ -37,7 +37,14 @@ export function conversationIdOf(parameter: unknown): number | null {
 export const INVALID_ID = { status: false, message: 'invalid id' };
 
 export function listBody(rows: readonly ConversationRow[]) {
-  const data = rows.map((row) => ({ id: row.id, user_id: row.userId, name: row.name, message: null, model: row.model, enable_web: row.enableWeb }));
+  const data = rows.map((row) => ({
+    id: row.id,
+    user_id: row.userId,
+    name: row.name,
+    message: null,
+    model: row.model,
+    enable_web: row.enableWeb,
+  }));
   return { status: true, message: '', data };
 }
 

@@ -1,10 +1,12 @@
-import { Long, ObjectId, UUID, type Document } from 'bson';
 import { hostname } from 'node:os';
+
+import { type Document, Long, ObjectId, UUID } from 'bson';
+
 import type { Engine } from '../engine.js';
 import { CommandError, ErrorCode, refusal } from '../errors.js';
-import { isNumber, numberOf } from '../values.js';
 import { compileFilter } from '../matcher.js';
 import { MAX_BSON_OBJECT_SIZE } from '../raw-bson.js';
+import { isNumber, numberOf } from '../values.js';
 import { MAX_MESSAGE_SIZE } from '../wire.js';
 import type { CommandHandler, CommandRequest } from './request.js';
 
@@ -122,16 +124,20 @@ const getParameter: CommandHandler = (engine, request) => {
 /** setParameter: the TTL monitor's settings can change at run time, as mongod's can; other parameters are refused. */
 const setParameter: CommandHandler = (engine, request) => {
   if (request.db !== 'admin') throw new CommandError(ErrorCode.Unauthorized, 'setParameter may only be run against the admin database.');
-  const changes = Object.entries(request.body).filter(([name]) => !['setParameter', '$db', 'lsid', '$clusterTime', '$readPreference', 'comment'].includes(name));
+  const changes = Object.entries(request.body).filter(
+    ([name]) => !['setParameter', '$db', 'lsid', '$clusterTime', '$readPreference', 'comment'].includes(name),
+  );
   if (changes.length === 0) throw new CommandError(ErrorCode.NoSuchKey, 'no option found to set, use help:true to see options ');
   const was: Document = {};
   for (const [name, value] of changes) {
     if (name === 'ttlMonitorSleepSecs') {
-      if (!isNumber(value) || numberOf(value) < 1) throw new CommandError(ErrorCode.BadValue, `Invalid value for parameter ttlMonitorSleepSecs: ${String(value)}`);
+      if (!isNumber(value) || numberOf(value) < 1)
+        throw new CommandError(ErrorCode.BadValue, `Invalid value for parameter ttlMonitorSleepSecs: ${String(value)}`);
       was.was = engine.ttl.interval / 1000;
       engine.ttl.setInterval(numberOf(value) * 1000);
     } else if (name === 'ttlMonitorEnabled') {
-      if (typeof value !== 'boolean') throw new CommandError(ErrorCode.BadValue, `Invalid value for parameter ttlMonitorEnabled: ${String(value)}`);
+      if (typeof value !== 'boolean')
+        throw new CommandError(ErrorCode.BadValue, `Invalid value for parameter ttlMonitorEnabled: ${String(value)}`);
       was.was = engine.ttl.enabled;
       engine.ttl.enabled = value;
     } else {

@@ -1,4 +1,5 @@
 import { BSON, type Document } from 'bson';
+
 import type { Collection } from '../collection.js';
 import { checkCollation, parseCreateOptions, parsePreImages, parseValidation } from '../collection-options.js';
 import { arraySource } from '../cursors.js';
@@ -8,7 +9,7 @@ import { defaultIndexName, type Index, type IndexDefinition } from '../indexes.j
 import { compileFilter } from '../matcher.js';
 import { asBuffer } from '../raw-bson.js';
 import { formatDocument, isNumber, isPlainObject, numberOf } from '../values.js';
-import { checkFields, commandOptions, optionalDocument, type CommandHandler, type CommandRequest } from './request.js';
+import { checkFields, type CommandHandler, commandOptions, type CommandRequest, optionalDocument } from './request.js';
 
 function cursorOf(engine: Engine, request: CommandRequest, ns: string, docs: Document[]) {
   const batchSize = optionalDocument(request, 'cursor')?.batchSize;
@@ -45,7 +46,8 @@ const dropDatabase: CommandHandler = (engine, request) => {
 
 const renameCollection: CommandHandler = (engine, request) => {
   checkFields(request, ['renameCollection', 'to', 'dropTarget', 'stayTemp']);
-  if (request.db !== 'admin') throw new CommandError(ErrorCode.Unauthorized, 'renameCollection may only be run against the admin database.');
+  if (request.db !== 'admin')
+    throw new CommandError(ErrorCode.Unauthorized, 'renameCollection may only be run against the admin database.');
   const split = (ns: unknown, field: string): { db: string; name: string } => {
     const at = typeof ns === 'string' ? ns.indexOf('.') : -1;
     if (at <= 0) throw new CommandError(ErrorCode.InvalidNamespace, `Invalid ${field} namespace: ${String(ns)}`);
@@ -76,15 +78,45 @@ const listCollections: CommandHandler = (engine, request) => {
           },
     );
   const filter = compileFilter(request.body.filter);
-  return cursorOf(engine, request, `${request.db}.$cmd.listCollections`, entries.filter((e) => filter.test(e)));
+  return cursorOf(
+    engine,
+    request,
+    `${request.db}.$cmd.listCollections`,
+    entries.filter((e) => filter.test(e)),
+  );
 };
 
 /** Index options the engine implements; `background` is accepted and (as in MongoDB 4.2+) has no effect. */
-const INDEX_FIELDS = new Set(['key', 'name', 'unique', 'sparse', 'partialFilterExpression', 'expireAfterSeconds', 'hidden', 'background', 'v', 'ns', 'collation']);
+const INDEX_FIELDS = new Set([
+  'key',
+  'name',
+  'unique',
+  'sparse',
+  'partialFilterExpression',
+  'expireAfterSeconds',
+  'hidden',
+  'background',
+  'v',
+  'ns',
+  'collation',
+]);
 /** Index options of MongoDB that the engine does not implement. */
 const REFUSED_INDEX_FIELDS = new Set([
-  'weights', 'default_language', 'language_override', 'textIndexVersion', '2dsphereIndexVersion', 'bits', 'min', 'max',
-  'bucketSize', 'wildcardProjection', 'clustered', 'prepareUnique', 'storageEngine', 'columnstoreProjection', 'dropDups',
+  'weights',
+  'default_language',
+  'language_override',
+  'textIndexVersion',
+  '2dsphereIndexVersion',
+  'bits',
+  'min',
+  'max',
+  'bucketSize',
+  'wildcardProjection',
+  'clustered',
+  'prepareUnique',
+  'storageEngine',
+  'columnstoreProjection',
+  'dropDups',
 ]);
 
 function indexDefinition(spec: unknown): IndexDefinition {
@@ -94,7 +126,10 @@ function indexDefinition(spec: unknown): IndexDefinition {
   for (const field of Object.keys(spec)) {
     if (REFUSED_INDEX_FIELDS.has(field)) throw refusal(ErrorCode.CannotCreateIndex, `the index option '${field}'`);
     if (!INDEX_FIELDS.has(field)) {
-      throw new CommandError(ErrorCode.InvalidIndexSpecificationOption, `The field '${field}' is not valid for an index specification. Specification: ${formatDocument(spec)}`);
+      throw new CommandError(
+        ErrorCode.InvalidIndexSpecificationOption,
+        `The field '${field}' is not valid for an index specification. Specification: ${formatDocument(spec)}`,
+      );
     }
   }
   checkCollation(spec.collation);
@@ -103,7 +138,11 @@ function indexDefinition(spec: unknown): IndexDefinition {
   const isId = Object.keys(key).length === 1 && '_id' in key;
   let expireAfterSeconds: number | undefined;
   if (spec.expireAfterSeconds !== undefined) {
-    if (isId) throw new CommandError(ErrorCode.InvalidIndexSpecificationOption, `The field 'expireAfterSeconds' is not valid for an _id index specification. Specification: ${formatDocument(spec)}`);
+    if (isId)
+      throw new CommandError(
+        ErrorCode.InvalidIndexSpecificationOption,
+        `The field 'expireAfterSeconds' is not valid for an _id index specification. Specification: ${formatDocument(spec)}`,
+      );
     expireAfterSeconds = ttlSeconds(spec.expireAfterSeconds);
   }
   return {
@@ -120,7 +159,10 @@ function indexDefinition(spec: unknown): IndexDefinition {
 function ttlSeconds(value: unknown): number {
   const n = isNumber(value) ? numberOf(value) : NaN;
   if (!Number.isFinite(n) || n < 0 || n > 2147483647) {
-    throw new CommandError(ErrorCode.CannotCreateIndex, `TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number`);
+    throw new CommandError(
+      ErrorCode.CannotCreateIndex,
+      `TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number`,
+    );
   }
   return Math.trunc(n);
 }
@@ -142,10 +184,7 @@ function alreadyExists(indexes: Index[], definition: IndexDefinition): boolean {
     );
   }
   if (sameKey && sameKey.name !== definition.name) {
-    throw new CommandError(
-      ErrorCode.IndexOptionsConflict,
-      `Index already exists with a different name: ${sameKey.name}`,
-    );
+    throw new CommandError(ErrorCode.IndexOptionsConflict, `Index already exists with a different name: ${sameKey.name}`);
   }
   return sameKey !== undefined;
 }
@@ -175,7 +214,12 @@ const createIndexes: CommandHandler = (engine, request) => {
 const listIndexes: CommandHandler = (engine, request) => {
   checkFields(request, ['listIndexes', 'cursor']);
   const collection = existing(engine, request, 'ns does not exist');
-  return cursorOf(engine, request, collection.ns, collection.indexes.map((index) => index.describe()));
+  return cursorOf(
+    engine,
+    request,
+    collection.ns,
+    collection.indexes.map((index) => index.describe()),
+  );
 };
 
 function findIndex(collection: Collection, target: unknown): Index {
@@ -221,15 +265,17 @@ const collMod: CommandHandler = (engine, request) => {
   let change: (() => void) | undefined;
   if (options.index !== undefined) {
     const spec = options.index;
-    if (!isPlainObject(spec)) throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'collMod.index' is the wrong type, expected type 'object'");
+    if (!isPlainObject(spec))
+      throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'collMod.index' is the wrong type, expected type 'object'");
     const index = findIndex(collection, spec.name ?? spec.keyPattern);
     const ttl = spec.expireAfterSeconds === undefined ? undefined : ttlSeconds(spec.expireAfterSeconds);
     if (ttl !== undefined && index.definition.expireAfterSeconds === undefined) {
       throw new CommandError(ErrorCode.InvalidOptions, 'no expireAfterSeconds field to update');
     }
-    if (spec.hidden !== undefined && index.name === '_id_') throw new CommandError(ErrorCode.BadValue, 'can\'t hide _id index');
+    if (spec.hidden !== undefined && index.name === '_id_') throw new CommandError(ErrorCode.BadValue, "can't hide _id index");
     for (const field of Object.keys(spec)) {
-      if (!['name', 'keyPattern', 'expireAfterSeconds', 'hidden'].includes(field)) throw refusal(ErrorCode.InvalidOptions, `collMod index option '${field}'`);
+      if (!['name', 'keyPattern', 'expireAfterSeconds', 'hidden'].includes(field))
+        throw refusal(ErrorCode.InvalidOptions, `collMod index option '${field}'`);
     }
     change = () => {
       if (ttl !== undefined) {

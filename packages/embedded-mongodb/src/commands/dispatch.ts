@@ -1,4 +1,5 @@
-import { Binary, BSON, Long, type Document, type Timestamp } from 'bson';
+import { Binary, BSON, type Document, Long, type Timestamp } from 'bson';
+
 import type { Engine } from '../engine.js';
 import { CommandError, ErrorCode, refusal, toCommandError } from '../errors.js';
 import { asBuffer } from '../raw-bson.js';
@@ -8,21 +9,19 @@ import {
   encodeOpReply,
   MORE_TO_COME,
   OP_QUERY,
-  parseMessage,
-  ProtocolError,
   type OpMsgRequest,
   type OpQueryRequest,
+  parseMessage,
+  ProtocolError,
   type ReplyBody,
 } from '../wire.js';
 import { adminCommands } from './admin.js';
 import { ddlCommands } from './ddl.js';
 import { readCommands } from './read.js';
-import { CommandRequest, toCursorId, type CommandHandler, type CommandReply } from './request.js';
+import { type CommandHandler, type CommandReply, CommandRequest, toCursorId } from './request.js';
 import { writeCommands } from './write.js';
 
-const COMMANDS = new Map<string, CommandHandler>(
-  Object.entries({ ...adminCommands, ...readCommands, ...writeCommands, ...ddlCommands }),
-);
+const COMMANDS = new Map<string, CommandHandler>(Object.entries({ ...adminCommands, ...readCommands, ...writeCommands, ...ddlCommands }));
 
 const HANDSHAKE_COMMANDS = new Set(['hello', 'isMaster', 'ismaster']);
 const TRANSACTION_COMMANDS = new Set(['commitTransaction', 'abortTransaction']);
@@ -148,9 +147,13 @@ function execute(engine: Engine, request: CommandRequest): CommandReply | Promis
   if (body.txnNumber === undefined) return withWriteConcern(handler(engine, request), replicas);
 
   if (!RETRYABLE_WRITES.has(name)) {
-    throw new CommandError(50768, `txnNumber may only be provided for multi-document transactions and retryable write commands. autocommit:false was not provided, and ${name} is not a retryable write command.`);
+    throw new CommandError(
+      50768,
+      `txnNumber may only be provided for multi-document transactions and retryable write commands. autocommit:false was not provided, and ${name} is not a retryable write command.`,
+    );
   }
-  if (!isPlainObject(body.lsid)) throw new CommandError(ErrorCode.InvalidOptions, 'Transaction number requires a session ID to also be specified');
+  if (!isPlainObject(body.lsid))
+    throw new CommandError(ErrorCode.InvalidOptions, 'Transaction number requires a session ID to also be specified');
   const txnNumber = toCursorId(body.txnNumber);
   const now = engine.clock.now();
   const previous = engine.retryableWrites.previousReply(body.lsid, txnNumber, now);
@@ -163,12 +166,17 @@ function execute(engine: Engine, request: CommandRequest): CommandReply | Promis
 /** Read concern levels are all served by the engine's single, always current copy, except snapshot reads. */
 function checkReadConcern(readConcern: unknown): void {
   if (readConcern === undefined) return;
-  if (!isPlainObject(readConcern)) throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'readConcern' is the wrong type, expected type 'object'");
+  if (!isPlainObject(readConcern))
+    throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'readConcern' is the wrong type, expected type 'object'");
   const level = readConcern.level;
   if (level !== undefined && !READ_CONCERN_LEVELS.has(level as string)) {
-    throw new CommandError(ErrorCode.FailedToParse, `Enumeration value '${String(level)}' for field 'readConcern.level' is not a valid value.`);
+    throw new CommandError(
+      ErrorCode.FailedToParse,
+      `Enumeration value '${String(level)}' for field 'readConcern.level' is not a valid value.`,
+    );
   }
-  if (level === 'snapshot' || readConcern.atClusterTime !== undefined) throw refusal(ErrorCode.InvalidOptions, "readConcern level 'snapshot'");
+  if (level === 'snapshot' || readConcern.atClusterTime !== undefined)
+    throw refusal(ErrorCode.InvalidOptions, "readConcern level 'snapshot'");
 }
 
 /**
@@ -179,27 +187,38 @@ function checkReadConcern(readConcern: unknown): void {
  */
 function checkWriteConcern(engine: Engine, writeConcern: unknown): number {
   if (writeConcern === undefined) return 1;
-  if (!isPlainObject(writeConcern)) throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'writeConcern' is the wrong type, expected type 'object'");
+  if (!isPlainObject(writeConcern))
+    throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'writeConcern' is the wrong type, expected type 'object'");
   const { w, j } = writeConcern;
-  if (j === true) throw refusal(ErrorCode.BadValue, "writeConcern { j: true }", 'data is kept in memory, with no journal');
+  if (j === true) throw refusal(ErrorCode.BadValue, 'writeConcern { j: true }', 'data is kept in memory, with no journal');
   if (typeof w === 'string') {
     if (w !== 'majority' && engine.replicaSet === undefined) {
       throw new CommandError(ErrorCode.BadValue, `cannot use non-majority 'w' mode ${w} when a host is not a member of a replica set`);
     }
-    if (w !== 'majority') throw new CommandError(ErrorCode.UnknownReplWriteConcern, `No write concern mode named '${w}' found in replica set configuration`);
+    if (w !== 'majority')
+      throw new CommandError(ErrorCode.UnknownReplWriteConcern, `No write concern mode named '${w}' found in replica set configuration`);
     return 1;
   }
   if (w === undefined) return 1;
   const n = isNumber(w) ? numberOf(w) : NaN;
-  if (!Number.isInteger(n) || n < 0 || n > 50) throw new CommandError(ErrorCode.FailedToParse, `w has to be a non-negative number and not greater than 50; found: ${String(w)}`);
-  if (n > 1 && engine.replicaSet === undefined) throw new CommandError(ErrorCode.BadValue, "cannot use 'w' > 1 when a host is not replicated");
+  if (!Number.isInteger(n) || n < 0 || n > 50)
+    throw new CommandError(ErrorCode.FailedToParse, `w has to be a non-negative number and not greater than 50; found: ${String(w)}`);
+  if (n > 1 && engine.replicaSet === undefined)
+    throw new CommandError(ErrorCode.BadValue, "cannot use 'w' > 1 when a host is not replicated");
   return n;
 }
 
 /** A write asked of more members than the set has: applied here, and reported as a write concern error. */
 function withWriteConcern(reply: CommandReply | Promise<CommandReply>, replicas: number): CommandReply | Promise<CommandReply> {
   if (replicas <= 1 || Buffer.isBuffer(reply) || isPromise(reply)) return reply;
-  return { ...reply, writeConcernError: { code: ErrorCode.UnsatisfiableWriteConcern, codeName: 'UnsatisfiableWriteConcern', errmsg: 'Not enough data-bearing nodes' } };
+  return {
+    ...reply,
+    writeConcernError: {
+      code: ErrorCode.UnsatisfiableWriteConcern,
+      codeName: 'UnsatisfiableWriteConcern',
+      errmsg: 'Not enough data-bearing nodes',
+    },
+  };
 }
 
 function encode(reply: CommandReply): Buffer {

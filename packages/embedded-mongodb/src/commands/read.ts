@@ -1,4 +1,5 @@
-import { BSON, Long, ObjectId, type Document } from 'bson';
+import { BSON, type Document, Long, ObjectId } from 'bson';
+
 import { checkPipeline, runPipeline } from '../aggregation.js';
 import { changeStreamSource, parseChangeStream, type WatchTarget } from '../change-streams.js';
 import { checkCollation } from '../collection-options.js';
@@ -12,7 +13,7 @@ import { compileProjection } from '../projection.js';
 import { asBuffer } from '../raw-bson.js';
 import { compareValues, isNumber, isPlainObject, numberOf, typed, valuesAtPath } from '../values.js';
 import { SERVER_VERSION } from './admin.js';
-import { checkFields, optionalDocument, optionalNumber, toCursorId, type CommandHandler, type CommandRequest } from './request.js';
+import { checkFields, type CommandHandler, type CommandRequest, optionalDocument, optionalNumber, toCursorId } from './request.js';
 
 function findSpec(request: CommandRequest, filterField: string): FindSpec {
   const skip = optionalNumber(request, 'skip', 0);
@@ -37,15 +38,35 @@ function deadline(request: CommandRequest): number | undefined {
 }
 
 const FIND_FIELDS = [
-  'find', 'filter', 'projection', 'sort', 'hint', 'skip', 'limit', 'batchSize', 'singleBatch', 'let', 'collation',
-  'tailable', 'awaitData', 'noCursorTimeout', 'allowPartialResults', 'allowDiskUse', 'oplogReplay', 'max', 'min',
-  'returnKey', 'showRecordId', 'readOnce',
+  'find',
+  'filter',
+  'projection',
+  'sort',
+  'hint',
+  'skip',
+  'limit',
+  'batchSize',
+  'singleBatch',
+  'let',
+  'collation',
+  'tailable',
+  'awaitData',
+  'noCursorTimeout',
+  'allowPartialResults',
+  'allowDiskUse',
+  'oplogReplay',
+  'max',
+  'min',
+  'returnKey',
+  'showRecordId',
+  'readOnce',
 ];
 
 const find: CommandHandler = (engine, request) => {
   checkFields(request, FIND_FIELDS);
   for (const option of ['max', 'min', 'returnKey', 'showRecordId']) {
-    if (request.body[option] !== undefined && request.body[option] !== false) throw refusal(ErrorCode.InvalidOptions, `the find option '${option}'`);
+    if (request.body[option] !== undefined && request.body[option] !== false)
+      throw refusal(ErrorCode.InvalidOptions, `the find option '${option}'`);
   }
   const spec = findSpec(request, 'filter');
   const batchSize = optionalNumber(request, 'batchSize', DEFAULT_FIRST_BATCH);
@@ -56,9 +77,13 @@ const find: CommandHandler = (engine, request) => {
   const collection = request.collection(engine);
   if (tailable) {
     if (collection && !collection.settings.capped) {
-      throw new CommandError(ErrorCode.BadValue, `error processing query: ns=${request.ns} :: caused by :: tailable cursor requested on non capped collection`);
+      throw new CommandError(
+        ErrorCode.BadValue,
+        `error processing query: ns=${request.ns} :: caused by :: tailable cursor requested on non capped collection`,
+      );
     }
-    if (spec.sort.length > 0) throw new CommandError(ErrorCode.BadValue, 'error processing query: cannot use tailable option with a sort other than {$natural: 1}');
+    if (spec.sort.length > 0)
+      throw new CommandError(ErrorCode.BadValue, 'error processing query: cannot use tailable option with a sort other than {$natural: 1}');
   }
   const projector = compileProjection(request.body.projection, spec.filter, spec);
   const execution = new FindExecution(collection, spec, false, tailable);
@@ -79,7 +104,8 @@ const getMore: CommandHandler = (engine, request) => {
   checkFields(request, ['getMore', 'collection', 'batchSize', 'term', 'lastKnownCommittedOpTime']);
   const id = toCursorId(request.body.getMore);
   const collection = request.body.collection;
-  if (typeof collection !== 'string') throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'getMore.collection' is missing but a required field");
+  if (typeof collection !== 'string')
+    throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'getMore.collection' is missing but a required field");
   const batchSize = optionalNumber(request, 'batchSize', 0);
   const maxTimeMS = optionalNumber(request, 'maxTimeMS', 0);
   return engine.cursors.getMore(id, `${request.db}.${collection}`, batchSize, maxTimeMS);
@@ -128,7 +154,17 @@ function pushDown(pipeline: Document[], hint: unknown, variables: Document | und
   return { spec: { filter, sort, skip, limit, hint, variables }, rest: pipeline.slice(at) };
 }
 
-const AGGREGATE_FIELDS = ['aggregate', 'pipeline', 'explain', 'allowDiskUse', 'cursor', 'bypassDocumentValidation', 'collation', 'hint', 'let'];
+const AGGREGATE_FIELDS = [
+  'aggregate',
+  'pipeline',
+  'explain',
+  'allowDiskUse',
+  'cursor',
+  'bypassDocumentValidation',
+  'collation',
+  'hint',
+  'let',
+];
 
 function watchTarget(request: CommandRequest, spec: Document): WatchTarget {
   const target: unknown = request.body.aggregate;
@@ -205,17 +241,27 @@ const aggregate: CommandHandler = (engine, request) => {
 function writeOut(engine: Engine, db: string, target: unknown, results: Document[]): void {
   let into: { db: string; coll: string };
   if (typeof target === 'string') into = { db, coll: target };
-  else if (isPlainObject(target) && typeof target.coll === 'string') into = { db: typeof target.db === 'string' ? target.db : db, coll: target.coll };
-  else throw new CommandError(16990, "$out only supports a string or object argument, not " + typeof target);
+  else if (isPlainObject(target) && typeof target.coll === 'string')
+    into = { db: typeof target.db === 'string' ? target.db : db, coll: target.coll };
+  else throw new CommandError(16990, '$out only supports a string or object argument, not ' + typeof target);
   if (isPlainObject(target) && target.timeseries !== undefined) throw refusal(ErrorCode.InvalidOptions, '$out to a time series collection');
-  engine.catalog.replaceContents(into.db, into.coll, results.map((doc) => asBuffer(BSON.serialize('_id' in doc ? doc : { _id: new ObjectId(), ...doc }))));
+  engine.catalog.replaceContents(
+    into.db,
+    into.coll,
+    results.map((doc) => asBuffer(BSON.serialize('_id' in doc ? doc : { _id: new ObjectId(), ...doc }))),
+  );
 }
 
 function explainAggregate(execution: FindExecution, spec: FindSpec, rest: Document[], ns: string, command: Document): Document {
   const plan = execution.plan ? describePlan(execution.plan, spec.filter, spec.sort, spec.skip, spec.limit) : { stage: 'EOF' };
   return {
     explainVersion: '1',
-    stages: [{ $cursor: { queryPlanner: { namespace: ns, indexFilterSet: false, parsedQuery: spec.filter, winningPlan: plan, rejectedPlans: [] } } }, ...rest],
+    stages: [
+      {
+        $cursor: { queryPlanner: { namespace: ns, indexFilterSet: false, parsedQuery: spec.filter, winningPlan: plan, rejectedPlans: [] } },
+      },
+      ...rest,
+    ],
     serverInfo: { version: SERVER_VERSION },
     command,
     ok: 1,
@@ -228,7 +274,10 @@ const explain: CommandHandler = (engine, request) => {
   checkFields(request, ['explain', 'verbosity']);
   const verbosity = request.body.verbosity ?? 'allPlansExecution';
   if (typeof verbosity !== 'string' || !VERBOSITIES.has(verbosity)) {
-    throw new CommandError(ErrorCode.BadValue, `Enumeration value '${String(verbosity)}' for field 'explain.verbosity' is not a valid value.`);
+    throw new CommandError(
+      ErrorCode.BadValue,
+      `Enumeration value '${String(verbosity)}' for field 'explain.verbosity' is not a valid value.`,
+    );
   }
   const inner = optionalDocument(request, 'explain');
   const innerName = inner ? Object.keys(inner)[0] : undefined;
@@ -240,7 +289,13 @@ const explain: CommandHandler = (engine, request) => {
     if (pipeline[0]?.$changeStream !== undefined) throw refusal(ErrorCode.InvalidOptions, 'explain of a $changeStream');
     const { spec, rest } = pushDown(pipeline, inner.hint, evaluateLet(inner.let));
     const collection = typeof inner.aggregate === 'string' ? innerRequest.collection(engine) : undefined;
-    return explainAggregate(new FindExecution(collection, spec, false), spec, rest, typeof inner.aggregate === 'string' ? innerRequest.ns : `${request.db}.$cmd.aggregate`, inner);
+    return explainAggregate(
+      new FindExecution(collection, spec, false),
+      spec,
+      rest,
+      typeof inner.aggregate === 'string' ? innerRequest.ns : `${request.db}.$cmd.aggregate`,
+      inner,
+    );
   }
   if (innerName !== 'find' && innerName !== 'count') throw refusal(ErrorCode.InvalidOptions, `explain of ${innerName}`);
   checkFields(innerRequest, innerName === 'find' ? FIND_FIELDS : ['count', 'query', 'limit', 'skip', 'hint', 'collation', 'fields']);
@@ -273,4 +328,3 @@ export const readCommands: Record<string, CommandHandler> = {
   aggregate,
   explain,
 };
-

@@ -1,8 +1,9 @@
 import { BSON, type Document } from 'bson';
+
 import type { Collection } from '../collection.js';
 import type { Engine } from '../engine.js';
 import { CommandError, ErrorCode } from '../errors.js';
-import { bsonTypeOf, isNumber, isPlainObject, numberOf, typeName, TYPED } from '../values.js';
+import { bsonTypeOf, isNumber, isPlainObject, numberOf, TYPED, typeName } from '../values.js';
 
 /** One decoded command, as a handler sees it. */
 export class CommandRequest {
@@ -58,7 +59,10 @@ export function optionalNumber(request: CommandRequest, field: string, fallback:
   if (value === undefined || value === null) return fallback;
   const n = isNumber(value) ? numberOf(value) : NaN;
   if (!Number.isFinite(n)) {
-    throw new CommandError(ErrorCode.TypeMismatch, `BSON field '${request.name}.${field}' is the wrong type '${typeName(value)}', expected a number`);
+    throw new CommandError(
+      ErrorCode.TypeMismatch,
+      `BSON field '${request.name}.${field}' is the wrong type '${typeName(value)}', expected a number`,
+    );
   }
   return Math.trunc(n);
 }
@@ -67,7 +71,10 @@ export function optionalDocument(request: CommandRequest, field: string): Docume
   const value: unknown = request.body[field];
   if (value === undefined || value === null) return undefined;
   if (!isPlainObject(value)) {
-    throw new CommandError(ErrorCode.TypeMismatch, `BSON field '${request.name}.${field}' is the wrong type '${typeName(value)}', expected type 'object'`);
+    throw new CommandError(
+      ErrorCode.TypeMismatch,
+      `BSON field '${request.name}.${field}' is the wrong type '${typeName(value)}', expected type 'object'`,
+    );
   }
   return value;
 }
@@ -82,15 +89,34 @@ export function toCursorId(value: unknown): bigint {
 
 /** Fields any command may carry (sessions, read/write concerns, API versioning, driver metadata). */
 const GENERIC_FIELDS = new Set([
-  '$db', 'lsid', 'txnNumber', 'autocommit', 'startTransaction', '$clusterTime', '$readPreference', 'readConcern',
-  'writeConcern', 'comment', 'maxTimeMS', 'apiVersion', 'apiStrict', 'apiDeprecationErrors', 'stmtId', 'stmtIds',
+  '$db',
+  'lsid',
+  'txnNumber',
+  'autocommit',
+  'startTransaction',
+  '$clusterTime',
+  '$readPreference',
+  'readConcern',
+  'writeConcern',
+  'comment',
+  'maxTimeMS',
+  'apiVersion',
+  'apiStrict',
+  'apiDeprecationErrors',
+  'stmtId',
+  'stmtIds',
 ]);
 
 /**
  * Refuses a field the command does not have, as MongoDB's command parser
  * does (rather than ignoring it): `fields` are the command's own.
  */
-export function checkFields(request: CommandRequest, fields: readonly string[], path = request.name, object: Document = request.body): void {
+export function checkFields(
+  request: CommandRequest,
+  fields: readonly string[],
+  path = request.name,
+  object: Document = request.body,
+): void {
   const top = object === request.body;
   for (const name of Object.keys(object)) {
     if (fields.includes(name) || (top && GENERIC_FIELDS.has(name))) continue;

@@ -1,4 +1,5 @@
-import { BSON, ObjectId, type Document } from 'bson';
+import { BSON, type Document, ObjectId } from 'bson';
+
 import type { Collection } from '../collection.js';
 import { checkCollation } from '../collection-options.js';
 import type { Engine } from '../engine.js';
@@ -8,10 +9,10 @@ import { evaluateLet } from '../matcher.js';
 import { parseSort } from '../planner.js';
 import { compileProjection } from '../projection.js';
 import { asBuffer, documentFromElements, MAX_BSON_OBJECT_SIZE, rawElements } from '../raw-bson.js';
-import { checkStorage, upsertDocument, updateDocument, type UpdatedDocument } from '../update/apply.js';
-import { compileUpdate, updateKind, type CompiledUpdate } from '../update/parse.js';
+import { checkStorage, type UpdatedDocument, updateDocument, upsertDocument } from '../update/apply.js';
+import { type CompiledUpdate, compileUpdate, updateKind } from '../update/parse.js';
 import { isPlainObject, typed } from '../values.js';
-import { checkFields, optionalDocument, type CommandHandler, type CommandRequest } from './request.js';
+import { checkFields, type CommandHandler, type CommandRequest, optionalDocument } from './request.js';
 
 /** A `writeErrors` entry: MongoDB sends index, code and errmsg (plus keyPattern/keyValue for E11000). */
 function writeError(index: number, error: unknown): Document {
@@ -42,7 +43,10 @@ const BSON_DOCUMENT = 0x03;
 /** The stored form of an inserted document: its own bytes, `_id` first (generated when missing). */
 function prepareInsert(raw: Buffer): Buffer {
   if (raw.length > MAX_BSON_OBJECT_SIZE) {
-    throw new CommandError(ErrorCode.BSONObjectTooLarge, `object to insert too large. size in bytes: ${raw.length}, max size: ${MAX_BSON_OBJECT_SIZE}`);
+    throw new CommandError(
+      ErrorCode.BSONObjectTooLarge,
+      `object to insert too large. size in bytes: ${raw.length}, max size: ${MAX_BSON_OBJECT_SIZE}`,
+    );
   }
   const elements = rawElements(raw);
   const idAt = elements.findIndex((e) => e.name === '_id');
@@ -101,7 +105,13 @@ interface UpdateOutcome {
   after?: Buffer;
 }
 
-function executeUpdate(engine: Engine, request: CommandRequest, filter: Document, update: CompiledUpdate, options: UpdateOptions): UpdateOutcome {
+function executeUpdate(
+  engine: Engine,
+  request: CommandRequest,
+  filter: Document,
+  update: CompiledUpdate,
+  options: UpdateOptions,
+): UpdateOutcome {
   if (options.multi && update.kind === 'replacement') {
     throw new CommandError(ErrorCode.FailedToParse, 'multi update is not supported for replacement-style update');
   }
@@ -141,7 +151,12 @@ function executeUpdate(engine: Engine, request: CommandRequest, filter: Document
 }
 
 /** A statement's filter, update and array filters, checked and compiled once. */
-function compileStatement(spec: Document, filterField: string, updateField: string, variables: Document | undefined): { filter: Document; update: CompiledUpdate } {
+function compileStatement(
+  spec: Document,
+  filterField: string,
+  updateField: string,
+  variables: Document | undefined,
+): { filter: Document; update: CompiledUpdate } {
   const filter: unknown = spec[filterField] ?? {};
   if (!isPlainObject(filter)) throw new CommandError(ErrorCode.TypeMismatch, `'${filterField}' must be an object`);
   const update: unknown = spec[updateField];
@@ -207,7 +222,8 @@ const del: CommandHandler = (engine, request) => {
   const writeErrors = runStatements(request, statements, (spec) => {
     checkCollation(spec.collation);
     const limit = Number(spec.limit ?? 0);
-    if (limit !== 0 && limit !== 1) throw new CommandError(ErrorCode.FailedToParse, 'The limit field in delete objects must be 0 or 1. Got ' + String(limit));
+    if (limit !== 0 && limit !== 1)
+      throw new CommandError(ErrorCode.FailedToParse, 'The limit field in delete objects must be 0 or 1. Got ' + String(limit));
     const filter: unknown = spec.q ?? {};
     if (!isPlainObject(filter)) throw new CommandError(ErrorCode.TypeMismatch, "'q' must be an object");
     for (const match of findMatches(collection, { filter, sort: [], limit, hint: spec.hint, variables })) {
@@ -220,16 +236,32 @@ const del: CommandHandler = (engine, request) => {
 
 const findAndModify: CommandHandler = (engine, request) => {
   checkFields(request, [
-    request.name, 'query', 'sort', 'remove', 'update', 'new', 'fields', 'upsert', 'bypassDocumentValidation',
-    'collation', 'arrayFilters', 'hint', 'let',
+    request.name,
+    'query',
+    'sort',
+    'remove',
+    'update',
+    'new',
+    'fields',
+    'upsert',
+    'bypassDocumentValidation',
+    'collation',
+    'arrayFilters',
+    'hint',
+    'let',
   ]);
   const { body } = request;
   const remove = body.remove === true;
   const returnNew = body.new === true;
   const upsert = body.upsert === true;
   if (remove && body.update !== undefined) throw new CommandError(ErrorCode.FailedToParse, 'Cannot specify both an update and remove=true');
-  if (!remove && body.update === undefined) throw new CommandError(ErrorCode.FailedToParse, 'Either an update or remove=true must be specified');
-  if (remove && returnNew) throw new CommandError(ErrorCode.FailedToParse, "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document");
+  if (!remove && body.update === undefined)
+    throw new CommandError(ErrorCode.FailedToParse, 'Either an update or remove=true must be specified');
+  if (remove && returnNew)
+    throw new CommandError(
+      ErrorCode.FailedToParse,
+      "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document",
+    );
   if (remove && upsert) throw new CommandError(ErrorCode.FailedToParse, 'Cannot specify both upsert=true and remove=true');
   checkCollation(body.collation);
   const variables = evaluateLet(body.let);

@@ -1,12 +1,25 @@
-import { BSON, Double, Int32, Long, ObjectId, Timestamp, type Document } from 'bson';
+import { BSON, type Document, Double, Int32, Long, ObjectId, Timestamp } from 'bson';
 import { Aggregator } from 'mingo/aggregator';
+
 import { deepCopy, getField, hasField, identical, removeField, setField } from '../documents.js';
 import { CommandError, ErrorCode } from '../errors.js';
 import { compileFilter, isOperatorDocument, MINGO_OPTIONS } from '../matcher.js';
 import { addNumbers, multiplyNumbers } from '../numbers.js';
 import type { UpdateDescription } from '../oplog.js';
 import { asBuffer, MAX_BSON_OBJECT_SIZE } from '../raw-bson.js';
-import { bsonTypeOf, compareValues, formatDocument, formatValue, isDocument, isNumber, isPlainObject, numberOf, promote, typed, typeName } from '../values.js';
+import {
+  bsonTypeOf,
+  compareValues,
+  formatDocument,
+  formatValue,
+  isDocument,
+  isNumber,
+  isPlainObject,
+  numberOf,
+  promote,
+  typed,
+  typeName,
+} from '../values.js';
 import { ARRAY_FILTER_IDENTIFIER, type CompiledUpdate, type InternalNode, type LeafNode, type PushModifiers } from './parse.js';
 
 // Applying a parsed update to documents, field by field in MongoDB's order.
@@ -46,7 +59,14 @@ export function updateDocument(update: CompiledUpdate, raw: Buffer, doc: Documen
     }
     case 'operators': {
       const originalId = deepCopy(doc._id);
-      const state: ApplyState = { doc, inserting: false, positional: positionalResolver(update), modified: false, now, log: { updated: [], removed: [] } };
+      const state: ApplyState = {
+        doc,
+        inserting: false,
+        positional: positionalResolver(update),
+        modified: false,
+        now,
+        log: { updated: [], removed: [] },
+      };
       applyNode(update, update.tree, [], state);
       if (!state.modified) return undefined;
       if (!identical(doc._id, originalId)) throw immutableId('_id');
@@ -63,7 +83,8 @@ export function upsertDocument(update: CompiledUpdate, filter: Document, now: Da
   switch (update.kind) {
     case 'replacement': {
       const seed = seedFromFilter(filter);
-      doc = '_id' in update.replacement || !('_id' in seed) ? deepCopy(update.replacement) : { _id: seed._id, ...deepCopy(update.replacement) };
+      doc =
+        '_id' in update.replacement || !('_id' in seed) ? deepCopy(update.replacement) : { _id: seed._id, ...deepCopy(update.replacement) };
       break;
     }
     case 'pipeline':
@@ -126,18 +147,23 @@ function immutableId(path: string): CommandError {
 }
 
 function runPipeline(doc: Document, update: Extract<CompiledUpdate, { kind: 'pipeline' }>): Document {
-  const aggregator = new Aggregator(update.pipeline.map((stage) => promote(stage) as Document), { ...MINGO_OPTIONS, variables: update.variables ? (promote(update.variables) as Document) : undefined });
+  const aggregator = new Aggregator(
+    update.pipeline.map((stage) => promote(stage) as Document),
+    { ...MINGO_OPTIONS, variables: update.variables ? (promote(update.variables) as Document) : undefined },
+  );
   const [result] = aggregator.run([promote(doc) as Document]) as Document[];
   return restoreTypes(result ?? {}, doc) as Document;
 }
 
 /** Values a pipeline left as they were get back their BSON number type (mingo works on JS numbers). */
 function restoreTypes(value: unknown, original: unknown): unknown {
-  if (original !== undefined && compareValues(promote(original), value) === 0 && typeName(promote(original)) === typeName(value)) return original;
+  if (original !== undefined && compareValues(promote(original), value) === 0 && typeName(promote(original)) === typeName(value))
+    return original;
   if (Array.isArray(value)) return value.map((v, i) => restoreTypes(v, Array.isArray(original) ? original[i] : undefined));
   if (isPlainObject(value)) {
     const out: Document = {};
-    for (const [k, v] of Object.entries(value)) setField(out, k, restoreTypes(v, isPlainObject(original) ? getField(original, k) : undefined));
+    for (const [k, v] of Object.entries(value))
+      setField(out, k, restoreTypes(v, isPlainObject(original) ? getField(original, k) : undefined));
     return out;
   }
   return value;
@@ -242,14 +268,18 @@ function resolveChild(update: Extract<CompiledUpdate, { kind: 'operators' }>, na
   if (name !== '$' && !ARRAY_FILTER_IDENTIFIER.test(name)) return [[...path, name]];
   const array = valueAt(state.doc, path);
   if (name === '$') {
-    if (!Array.isArray(array)) throw new CommandError(ErrorCode.BadValue, 'The positional operator did not find the match needed from the query.');
+    if (!Array.isArray(array))
+      throw new CommandError(ErrorCode.BadValue, 'The positional operator did not find the match needed from the query.');
     return [[...path, String(state.positional(path, array))]];
   }
   if (array === undefined) {
     throw new CommandError(ErrorCode.BadValue, `The path '${path.join('.')}' must exist in the document in order to apply array updates.`);
   }
   if (!Array.isArray(array)) {
-    throw new CommandError(ErrorCode.BadValue, `Cannot apply array updates to non-array element ${path[path.length - 1]}: ${formatValue(array)}`);
+    throw new CommandError(
+      ErrorCode.BadValue,
+      `Cannot apply array updates to non-array element ${path[path.length - 1]}: ${formatValue(array)}`,
+    );
   }
   const identifier = ARRAY_FILTER_IDENTIFIER.exec(name)![1]!;
   const filter = identifier === '' ? undefined : update.arrayFilters.get(identifier)!;
@@ -324,7 +354,10 @@ function createAt(doc: Document, path: string[], value: unknown): void {
     const last = i === path.length - 1;
     if (Array.isArray(container)) {
       if (!/^\d+$/.test(part)) {
-        throw new CommandError(ErrorCode.PathNotViable, `Cannot create field '${part}' in element {${path[i - 1]}: ${formatValue(container)}}`);
+        throw new CommandError(
+          ErrorCode.PathNotViable,
+          `Cannot create field '${part}' in element {${path[i - 1]}: ${formatValue(container)}}`,
+        );
       }
       const index = Number(part);
       while (container.length < index) container.push(null);
@@ -342,7 +375,10 @@ function createAt(doc: Document, path: string[], value: unknown): void {
       continue;
     }
     if (!isPlainObject(container)) {
-      throw new CommandError(ErrorCode.PathNotViable, `Cannot create field '${part}' in element {${path[i - 1]}: ${formatValue(container)}}`);
+      throw new CommandError(
+        ErrorCode.PathNotViable,
+        `Cannot create field '${part}' in element {${path[i - 1]}: ${formatValue(container)}}`,
+      );
     }
     if (last) {
       setField(container, part, value);
@@ -412,7 +448,10 @@ function applyLeaf(leaf: LeafNode, path: string[], state: ApplyState): void {
         );
       }
       const base = current ?? (leaf.operator === '$inc' ? new Int32(0) : zeroLike(leaf.operand));
-      const result = leaf.operator === '$inc' ? addNumbers(base, leaf.operand) : multiplyNumbers(current === undefined ? zeroLike(leaf.operand) : base, leaf.operand);
+      const result =
+        leaf.operator === '$inc'
+          ? addNumbers(base, leaf.operand)
+          : multiplyNumbers(current === undefined ? zeroLike(leaf.operand) : base, leaf.operand);
       if (result === undefined) {
         throw new CommandError(
           ErrorCode.BadValue,
@@ -561,7 +600,7 @@ function sortForPush(array: unknown[], sort: 1 | -1 | Document): void {
   const keys = Object.entries(sort).map(([field, direction]) => [field.split('.'), numberOf(direction)] as const);
   array.sort((a, b) => {
     for (const [path, direction] of keys) {
-      const c = compareValues(isDocument(a) ? valueAt(a, path) ?? null : null, isDocument(b) ? valueAt(b, path) ?? null : null);
+      const c = compareValues(isDocument(a) ? (valueAt(a, path) ?? null) : null, isDocument(b) ? (valueAt(b, path) ?? null) : null);
       if (c !== 0) return c * direction;
     }
     return 0;

@@ -1,4 +1,5 @@
 import type { Document } from 'bson';
+
 import { CommandError, ErrorCode } from '../errors.js';
 import { compileFilter, compileValueCondition, isOperatorDocument, type MatchContext } from '../matcher.js';
 import { formatDocument, formatValue, isDocument, isNumber, isPlainObject, numberOf, typeName } from '../values.js';
@@ -20,7 +21,13 @@ export interface UpdateStatement {
 export type CompiledUpdate =
   | { kind: 'replacement'; replacement: Document }
   | { kind: 'pipeline'; pipeline: Document[]; variables?: Document }
-  | { kind: 'operators'; tree: InternalNode; arrayFilters: Map<string, (element: unknown) => boolean>; filter: Document; context: MatchContext };
+  | {
+      kind: 'operators';
+      tree: InternalNode;
+      arrayFilters: Map<string, (element: unknown) => boolean>;
+      filter: Document;
+      context: MatchContext;
+    };
 
 export function updateKind(update: unknown): CompiledUpdate['kind'] {
   if (Array.isArray(update)) return 'pipeline';
@@ -30,12 +37,39 @@ export function updateKind(update: unknown): CompiledUpdate['kind'] {
 }
 
 type Operator =
-  | '$set' | '$setOnInsert' | '$unset' | '$inc' | '$mul' | '$min' | '$max' | '$rename' | '$currentDate'
-  | '$push' | '$addToSet' | '$pop' | '$pull' | '$pullAll' | '$bit' | '$renameSource';
+  | '$set'
+  | '$setOnInsert'
+  | '$unset'
+  | '$inc'
+  | '$mul'
+  | '$min'
+  | '$max'
+  | '$rename'
+  | '$currentDate'
+  | '$push'
+  | '$addToSet'
+  | '$pop'
+  | '$pull'
+  | '$pullAll'
+  | '$bit'
+  | '$renameSource';
 
 const OPERATORS = new Set<string>([
-  '$set', '$setOnInsert', '$unset', '$inc', '$mul', '$min', '$max', '$rename', '$currentDate',
-  '$push', '$addToSet', '$pop', '$pull', '$pullAll', '$bit',
+  '$set',
+  '$setOnInsert',
+  '$unset',
+  '$inc',
+  '$mul',
+  '$min',
+  '$max',
+  '$rename',
+  '$currentDate',
+  '$push',
+  '$addToSet',
+  '$pop',
+  '$pull',
+  '$pullAll',
+  '$bit',
 ]);
 
 export interface LeafNode {
@@ -68,7 +102,10 @@ export function compileUpdate(statement: UpdateStatement): CompiledUpdate {
   const tree: InternalNode = { kind: 'internal', children: new Map() };
   for (const [operator, paths] of Object.entries(statement.update as Document)) {
     if (!OPERATORS.has(operator)) {
-      throw new CommandError(ErrorCode.FailedToParse, `Unknown modifier: ${operator}. Expected a valid update modifier or pipeline-style update specified as an array`);
+      throw new CommandError(
+        ErrorCode.FailedToParse,
+        `Unknown modifier: ${operator}. Expected a valid update modifier or pipeline-style update specified as an array`,
+      );
     }
     if (!isPlainObject(paths)) {
       throw new CommandError(
@@ -83,9 +120,16 @@ export function compileUpdate(statement: UpdateStatement): CompiledUpdate {
         }
         checkRenamePath(path, 'source');
         checkRenamePath(operand, 'destination');
-        if (path === operand) throw new CommandError(ErrorCode.BadValue, `The source and target field for $rename must differ: ${path}: ${formatValue(operand)}`);
+        if (path === operand)
+          throw new CommandError(
+            ErrorCode.BadValue,
+            `The source and target field for $rename must differ: ${path}: ${formatValue(operand)}`,
+          );
         if (operand.startsWith(`${path}.`) || path.startsWith(`${operand}.`)) {
-          throw new CommandError(ErrorCode.BadValue, `The source and target field for $rename must not be on the same path: ${path}: ${formatValue(operand)}`);
+          throw new CommandError(
+            ErrorCode.BadValue,
+            `The source and target field for $rename must not be on the same path: ${path}: ${formatValue(operand)}`,
+          );
         }
         addLeaf(tree, { kind: 'leaf', operator: '$renameSource', path, operand }, arrayFilters, used);
         addLeaf(tree, { kind: 'leaf', operator: '$rename', path: operand, operand: path }, arrayFilters, used);
@@ -134,7 +178,10 @@ function addLeaf(tree: InternalNode, leaf: LeafNode, arrayFilters: Map<string, u
     const identifier = ARRAY_FILTER_IDENTIFIER.exec(part)?.[1];
     if (identifier === undefined) return;
     if (i === 0) {
-      throw new CommandError(ErrorCode.BadValue, `Cannot have array filter identifier (i.e. '$[<id>]') element in the first position in path '${leaf.path}'`);
+      throw new CommandError(
+        ErrorCode.BadValue,
+        `Cannot have array filter identifier (i.e. '$[<id>]') element in the first position in path '${leaf.path}'`,
+      );
     }
     if (identifier !== '' && !arrayFilters.has(identifier)) {
       throw new CommandError(ErrorCode.BadValue, `No array filter found for identifier '${identifier}' in path '${leaf.path}'`);
@@ -195,7 +242,8 @@ function compileArrayFilters(filters: Document[] | undefined, variables?: Docume
         `Error parsing array filter :: caused by :: The top-level field name must be an alphanumeric string beginning with a lowercase letter, found '${identifier}'`,
       );
     }
-    if (out.has(identifier)) throw new CommandError(ErrorCode.FailedToParse, `Found multiple array filters with the same top-level field name ${identifier}`);
+    if (out.has(identifier))
+      throw new CommandError(ErrorCode.FailedToParse, `Found multiple array filters with the same top-level field name ${identifier}`);
     const matcher = compileFilter(filter, { variables });
     out.set(identifier, (element) => matcher.test({ [identifier]: element }));
   }
@@ -233,7 +281,10 @@ function prepareLeaf(leaf: LeafNode, variables?: Document): void {
       const type = isPlainObject(operand) ? operand.$type : undefined;
       if (typeof operand === 'boolean') return;
       if (!isPlainObject(operand) || Object.keys(operand).length !== 1 || (type !== 'date' && type !== 'timestamp')) {
-        throw new CommandError(ErrorCode.BadValue, `The '$type' string field is required to be 'date' or 'timestamp': {$currentDate: {field : {$type: 'date'}}}`);
+        throw new CommandError(
+          ErrorCode.BadValue,
+          `The '$type' string field is required to be 'date' or 'timestamp': {$currentDate: {field : {$type: 'date'}}}`,
+        );
       }
       return;
     }
@@ -243,24 +294,39 @@ function prepareLeaf(leaf: LeafNode, variables?: Document): void {
       }
       return;
     case '$pullAll':
-      if (!Array.isArray(operand)) throw new CommandError(ErrorCode.BadValue, `$pullAll requires an array argument but was given a ${typeName(operand)}`);
+      if (!Array.isArray(operand))
+        throw new CommandError(ErrorCode.BadValue, `$pullAll requires an array argument but was given a ${typeName(operand)}`);
       return;
     case '$pull':
       leaf.prepared = pullCondition(operand, { variables });
       return;
     case '$bit': {
-      if (!isPlainObject(operand)) throw new CommandError(ErrorCode.BadValue, `The $bit modifier is not compatible with a ${typeName(operand)}. You must pass in an embedded document: {$bit: {field: {and/or/xor: #}}`);
+      if (!isPlainObject(operand))
+        throw new CommandError(
+          ErrorCode.BadValue,
+          `The $bit modifier is not compatible with a ${typeName(operand)}. You must pass in an embedded document: {$bit: {field: {and/or/xor: #}}`,
+        );
       const operations = Object.entries(operand).map(([name, value]) => {
         if (name !== 'and' && name !== 'or' && name !== 'xor') {
-          throw new CommandError(ErrorCode.BadValue, `The $bit modifier only supports 'and', 'or', and 'xor', not '${name}' which is an unknown operator: {${name}: ${formatValue(value)}}`);
+          throw new CommandError(
+            ErrorCode.BadValue,
+            `The $bit modifier only supports 'and', 'or', and 'xor', not '${name}' which is an unknown operator: {${name}: ${formatValue(value)}}`,
+          );
         }
         const type = typeName(value);
         if (type !== 'int' && type !== 'long') {
-          throw new CommandError(ErrorCode.BadValue, `The $bit modifier field must be an Integer(32/64 bit); a '${type}' is not supported here: {${name}: ${formatValue(value)}}`);
+          throw new CommandError(
+            ErrorCode.BadValue,
+            `The $bit modifier field must be an Integer(32/64 bit); a '${type}' is not supported here: {${name}: ${formatValue(value)}}`,
+          );
         }
         return [name, value] as const;
       });
-      if (operations.length === 0) throw new CommandError(ErrorCode.BadValue, `You must pass in at least one bitwise operation. The format is: {$bit: {field: {and/or/xor: #}}`);
+      if (operations.length === 0)
+        throw new CommandError(
+          ErrorCode.BadValue,
+          `You must pass in at least one bitwise operation. The format is: {$bit: {field: {and/or/xor: #}}`,
+        );
       leaf.prepared = operations;
       return;
     }
@@ -273,15 +339,21 @@ function prepareLeaf(leaf: LeafNode, variables?: Document): void {
       }
       const spec = operand as Document;
       if (!Array.isArray(spec.$each)) {
-        throw new CommandError(ErrorCode.BadValue, `The argument to $each in ${operator} must be an array but it was of type: ${typeName(spec.$each)}`);
+        throw new CommandError(
+          ErrorCode.BadValue,
+          `The argument to $each in ${operator} must be an array but it was of type: ${typeName(spec.$each)}`,
+        );
       }
       const prepared: PushModifiers = { each: spec.$each };
       for (const [key, value] of Object.entries(spec)) {
         if (key === '$each') continue;
-        if (operator === '$addToSet') throw new CommandError(ErrorCode.BadValue, `Found unexpected fields after $each in $addToSet: ${formatDocument(spec)}`);
+        if (operator === '$addToSet')
+          throw new CommandError(ErrorCode.BadValue, `Found unexpected fields after $each in $addToSet: ${formatDocument(spec)}`);
         if (!PUSH_MODIFIERS.has(key)) throw new CommandError(ErrorCode.BadValue, `Unrecognized clause in $push: ${key}`);
-        if (key === '$slice') prepared.slice = integerArgument(value, `The value for $slice must be an integer value but was given type: ${typeName(value)}`);
-        if (key === '$position') prepared.position = integerArgument(value, `The value for $position must be an integer value, not of type: ${typeName(value)}`);
+        if (key === '$slice')
+          prepared.slice = integerArgument(value, `The value for $slice must be an integer value but was given type: ${typeName(value)}`);
+        if (key === '$position')
+          prepared.position = integerArgument(value, `The value for $position must be an integer value, not of type: ${typeName(value)}`);
         if (key === '$sort') prepared.sort = pushSortSpec(value);
       }
       leaf.prepared = prepared;
@@ -294,13 +366,19 @@ function prepareLeaf(leaf: LeafNode, variables?: Document): void {
 
 function pushSortSpec(value: unknown): 1 | -1 | Document {
   if (isNumber(value) && (numberOf(value) === 1 || numberOf(value) === -1)) return numberOf(value) as 1 | -1;
-  if (!isPlainObject(value)) throw new CommandError(ErrorCode.BadValue, 'The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1} to sort embedded fields');
-  if (Object.keys(value).length === 0) throw new CommandError(ErrorCode.BadValue, 'The $sort pattern is empty when it should be a set of fields.');
+  if (!isPlainObject(value))
+    throw new CommandError(
+      ErrorCode.BadValue,
+      'The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1} to sort embedded fields',
+    );
+  if (Object.keys(value).length === 0)
+    throw new CommandError(ErrorCode.BadValue, 'The $sort pattern is empty when it should be a set of fields.');
   for (const [field, direction] of Object.entries(value)) {
     if (!isNumber(direction) || (numberOf(direction) !== 1 && numberOf(direction) !== -1)) {
       throw new CommandError(ErrorCode.BadValue, `The $sort element value must be either 1 or -1`);
     }
-    if (field.length === 0 || field.startsWith('$')) throw new CommandError(ErrorCode.BadValue, `The $sort field is a special identifier, which is not allowed: ${field}`);
+    if (field.length === 0 || field.startsWith('$'))
+      throw new CommandError(ErrorCode.BadValue, `The $sort field is a special identifier, which is not allowed: ${field}`);
   }
   return value;
 }
@@ -311,7 +389,9 @@ function pushSortSpec(value: unknown): 1 | -1 | Document {
  * anything else is equality.
  */
 function pullCondition(condition: unknown, context: MatchContext): (element: unknown) => boolean {
-  const logical = isPlainObject(condition) && ['$and', '$or', '$nor', '$expr', '$where', '$text', '$jsonSchema', '$comment'].includes(Object.keys(condition)[0] ?? '');
+  const logical =
+    isPlainObject(condition) &&
+    ['$and', '$or', '$nor', '$expr', '$where', '$text', '$jsonSchema', '$comment'].includes(Object.keys(condition)[0] ?? '');
   if (isOperatorDocument(condition) && !logical) return compileValueCondition(condition, context);
   if (isPlainObject(condition)) {
     const query = compileFilter(condition, context);

@@ -1,6 +1,7 @@
 import { type Document } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, serverError, type Connected } from '../support/connect.js';
+
+import { connect, type Connected, serverError } from '../support/connect.js';
 
 /** Command behaviour that differed from MongoDB's (B13, B15, B17, B18, B20) and options that were ignored; each test passes against MongoDB too. */
 let t: Connected;
@@ -17,26 +18,45 @@ afterAll(() => t?.stop());
 
 describe('aggregate (B13, B18)', () => {
   it('honours hint, and refuses a hint naming no index', async () => {
-    const hinted = await t.collection('people').aggregate([{ $match: { age: { $gt: 0 } } }], { hint: { name: 1 } }).toArray();
+    const hinted = await t
+      .collection('people')
+      .aggregate([{ $match: { age: { $gt: 0 } } }], { hint: { name: 1 } })
+      .toArray();
     expect(hinted.map((doc) => doc.name)).toEqual(['Andrew', 'Betty']);
-    const error = await serverError(t.collection('people').aggregate([{ $match: {} }], { hint: { nothing: 1 } }).toArray());
+    const error = await serverError(
+      t
+        .collection('people')
+        .aggregate([{ $match: {} }], { hint: { nothing: 1 } })
+        .toArray(),
+    );
     expect(error.code).toBe(2);
   });
 
   it('refuses an unknown stage with code 40324', async () => {
-    const error = await serverError(t.collection('people').aggregate([{ $fakeStage: {} }]).toArray());
+    const error = await serverError(
+      t
+        .collection('people')
+        .aggregate([{ $fakeStage: {} }])
+        .toArray(),
+    );
     expect(error.code).toBe(40324);
     expect(error.message).toBe("Unrecognized pipeline stage name: '$fakeStage'");
   });
 
   it('writes its results with $out, replacing the target', async () => {
     await t.collection('adults').insertOne({ _id: 99, stale: true });
-    await t.collection('people').aggregate([{ $match: { age: { $gte: 35 } } }, { $out: 'adults' }]).toArray();
+    await t
+      .collection('people')
+      .aggregate([{ $match: { age: { $gte: 35 } } }, { $out: 'adults' }])
+      .toArray();
     expect(await t.collection('adults').find().toArray()).toEqual([{ _id: 2, name: 'Andrew', age: 40 }]);
   });
 
   it('explains an aggregation', async () => {
-    const plan = await t.collection('people').aggregate([{ $match: { name: 'Betty' } }]).explain('queryPlanner');
+    const plan = await t
+      .collection('people')
+      .aggregate([{ $match: { name: 'Betty' } }])
+      .explain('queryPlanner');
     expect(plan.ok).toBe(1);
   });
 });
@@ -107,7 +127,10 @@ describe('validators', () => {
   it('refuse a document failing a query validator or $jsonSchema, and let bypassDocumentValidation through', async () => {
     await t.db.createCollection('checked', {
       validator: {
-        $and: [{ age: { $gte: 0 } }, { $jsonSchema: { bsonType: 'object', required: ['name'], properties: { name: { bsonType: 'string', minLength: 1 } } } }],
+        $and: [
+          { age: { $gte: 0 } },
+          { $jsonSchema: { bsonType: 'object', required: ['name'], properties: { name: { bsonType: 'string', minLength: 1 } } } },
+        ],
       },
     });
     const checked = t.collection('checked');

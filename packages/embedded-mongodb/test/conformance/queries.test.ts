@@ -1,6 +1,7 @@
-import { Binary, DBRef, Decimal128, Double, Int32, Long, ObjectId, Timestamp, type Document } from 'mongodb';
+import { Binary, DBRef, Decimal128, type Document, Double, Int32, Long, ObjectId, Timestamp } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, serverError, type Connected } from '../support/connect.js';
+
+import { connect, type Connected, serverError } from '../support/connect.js';
 
 /** Query and projection behaviour that differed from MongoDB's (B4–B7, B9, B10, B12), and `$match` in a pipeline; each test passes against MongoDB too. */
 let t: Connected;
@@ -74,22 +75,52 @@ describe('$match in a pipeline', () => {
   it('tells BSON types apart with $type as find does, wherever it stands in the pipeline', async () => {
     for (const [type, expected] of BY_TYPE) {
       const match = { $match: { v: { $type: type } } };
-      expect(sortedIds(await types().find({ v: { $type: type } }).toArray()), type).toEqual(expected);
+      expect(
+        sortedIds(
+          await types()
+            .find({ v: { $type: type } })
+            .toArray(),
+        ),
+        type,
+      ).toEqual(expected);
       expect(sortedIds(await types().aggregate([match]).toArray()), type).toEqual(expected);
-      expect(sortedIds(await types().aggregate([{ $skip: 0 }, match]).toArray()), type).toEqual(expected);
-      expect(sortedIds(await types().aggregate([{ $limit: 20 }, match]).toArray()), type).toEqual(expected);
-      const [faceted] = await types().aggregate([{ $facet: { matched: [match] } }]).toArray();
+      expect(
+        sortedIds(
+          await types()
+            .aggregate([{ $skip: 0 }, match])
+            .toArray(),
+        ),
+        type,
+      ).toEqual(expected);
+      expect(
+        sortedIds(
+          await types()
+            .aggregate([{ $limit: 20 }, match])
+            .toArray(),
+        ),
+        type,
+      ).toEqual(expected);
+      const [faceted] = await types()
+        .aggregate([{ $facet: { matched: [match] } }])
+        .toArray();
       expect(sortedIds(faceted!.matched), type).toEqual(expected);
-      const [joined] = await types().aggregate([{ $limit: 1 }, { $lookup: { from: 'typesInPipelines', pipeline: [match], as: 'matched' } }]).toArray();
+      const [joined] = await types()
+        .aggregate([{ $limit: 1 }, { $lookup: { from: 'typesInPipelines', pipeline: [match], as: 'matched' } }])
+        .toArray();
       expect(sortedIds(joined!.matched), type).toEqual(expected);
-      const unioned = await t.collection('nothing').aggregate([{ $unionWith: { coll: 'typesInPipelines', pipeline: [match] } }]).toArray();
+      const unioned = await t
+        .collection('nothing')
+        .aggregate([{ $unionWith: { coll: 'typesInPipelines', pipeline: [match] } }])
+        .toArray();
       expect(sortedIds(unioned), type).toEqual(expected);
     }
   });
 
   it('tells the types that are not numbers apart after a stage that computes', async () => {
     for (const [type, expected] of BY_TYPE.slice(0, 6)) {
-      const matched = await types().aggregate([{ $addFields: { seen: true } }, { $match: { v: { $type: type } } }]).toArray();
+      const matched = await types()
+        .aggregate([{ $addFields: { seen: true } }, { $match: { v: { $type: type } } }])
+        .toArray();
       expect(sortedIds(matched), type).toEqual(expected);
     }
   });
@@ -105,7 +136,11 @@ describe('$match in a pipeline', () => {
   });
 
   it('refuses a filter that is not a document with code 15959', async () => {
-    const error = await serverError(types().aggregate([{ $skip: 0 }, { $match: 'int' }]).toArray());
+    const error = await serverError(
+      types()
+        .aggregate([{ $skip: 0 }, { $match: 'int' }])
+        .toArray(),
+    );
     expect(error.code).toBe(15959);
     expect(error.message).toContain('the match filter must be an expression in an object');
   });
@@ -114,7 +149,14 @@ describe('$match in a pipeline', () => {
     const joined = await types()
       .aggregate([
         { $match: { _id: { $in: ['int', 'string'] } } },
-        { $lookup: { from: 'typesInPipelines', let: { wanted: '$_id' }, pipeline: [{ $match: { $expr: { $eq: ['$_id', '$$wanted'] } } }], as: 'self' } },
+        {
+          $lookup: {
+            from: 'typesInPipelines',
+            let: { wanted: '$_id' },
+            pipeline: [{ $match: { $expr: { $eq: ['$_id', '$$wanted'] } } }],
+            as: 'self',
+          },
+        },
         { $project: { self: '$self._id' } },
         { $sort: { _id: 1 } },
       ])
@@ -128,7 +170,11 @@ describe('$match in a pipeline', () => {
 
 describe('$all (B9)', () => {
   it('matches a field that is not an array when it equals every value', async () => {
-    await t.collection('all').insertMany([{ _id: 1, tag: 'a' }, { _id: 2, tag: ['a', 'b'] }, { _id: 3, tag: 'b' }]);
+    await t.collection('all').insertMany([
+      { _id: 1, tag: 'a' },
+      { _id: 2, tag: ['a', 'b'] },
+      { _id: 3, tag: 'b' },
+    ]);
     expect(await ids('all', { tag: { $all: ['a'] } })).toEqual([1, 2]);
     expect(await ids('all', { tag: { $all: ['a', 'b'] } })).toEqual([2]);
   });
@@ -160,7 +206,11 @@ describe('binary data (B10)', () => {
 
 describe('let variables (B7)', () => {
   beforeAll(async () => {
-    await t.collection('vars').insertMany([{ _id: 1, n: 1 }, { _id: 2, n: 2 }, { _id: 3, n: 3 }]);
+    await t.collection('vars').insertMany([
+      { _id: 1, n: 1 },
+      { _id: 2, n: 2 },
+      { _id: 3, n: 3 },
+    ]);
   });
 
   it('are visible to $expr in find and aggregate', async () => {
@@ -219,7 +269,10 @@ describe('projections (B4, B6)', () => {
 
   it('applies a nested projection document like its dotted form', async () => {
     await t.collection('shapes').insertOne({ _id: 2, account: { amount: 25, owner: 'o' } });
-    expect(await t.collection('shapes').findOne({ _id: 2 }, { projection: { account: { amount: 1 } } })).toEqual({ _id: 2, account: { amount: 25 } });
+    expect(await t.collection('shapes').findOne({ _id: 2 }, { projection: { account: { amount: 1 } } })).toEqual({
+      _id: 2,
+      account: { amount: 25 },
+    });
   });
 
   it('filters arrays with $elemMatch and operator-only conditions in queries', async () => {

@@ -1,6 +1,7 @@
 import { Binary, type Document, ObjectId } from 'mongodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { connect, serverError, type Connected } from '../support/connect.js';
+
+import { connect, type Connected, serverError } from '../support/connect.js';
 
 /** Update behaviour that differed from MongoDB's (B1–B3, B8, B10, B11, B12, B14, B16, B19); each test passes against MongoDB too. */
 let t: Connected;
@@ -23,7 +24,10 @@ describe('_id in updates (B1, B8, B14)', () => {
     expect(result.modifiedCount).toBe(1);
     const upsert = await docs().updateOne({ _id: 2 }, { $set: { _id: 2, b: 1 } }, { upsert: true });
     expect(upsert.upsertedId).toBe(2);
-    expect(await docs().find().sort({ _id: 1 }).toArray()).toEqual([{ _id: 1, a: 2 }, { _id: 2, b: 1 }]);
+    expect(await docs().find().sort({ _id: 1 }).toArray()).toEqual([
+      { _id: 1, a: 2 },
+      { _id: 2, b: 1 },
+    ]);
   });
 
   it('refuses $set of _id to another value with ImmutableField', async () => {
@@ -42,17 +46,33 @@ describe('_id in updates (B1, B8, B14)', () => {
   it('stores _id: null from an upserted replacement', async () => {
     const result = await docs().replaceOne({ a: 1 }, { _id: null, a: 1 } as Document, { upsert: true });
     expect(result.upsertedId).toBeNull();
-    expect(await docs().find({ _id: null } as Document).toArray()).toEqual([{ _id: null, a: 1 }]);
+    expect(
+      await docs()
+        .find({ _id: null } as Document)
+        .toArray(),
+    ).toEqual([{ _id: null, a: 1 }]);
   });
 });
 
 describe('paths through arrays (B2, B11)', () => {
   it('sets several fields through the same positional element without a conflict', async () => {
-    await docs().insertOne({ _id: 1, a: [{ x: 0, y: 0 }, { x: 5, y: 5 }] });
+    await docs().insertOne({
+      _id: 1,
+      a: [
+        { x: 0, y: 0 },
+        { x: 5, y: 5 },
+      ],
+    });
     await docs().updateOne({ _id: 1, 'a.x': 5 }, { $set: { 'a.$.x': 6, 'a.$.y': 7 } });
     await docs().updateOne({ _id: 1 }, { $set: { 'a.$[].y': 1, 'a.$[].x': 2 } });
     await docs().updateOne({ _id: 1 }, { $inc: { 'a.$[e].x': 10, 'a.$[e].y': 20 } }, { arrayFilters: [{ 'e.x': 2 }] });
-    expect(await docs().findOne({})).toEqual({ _id: 1, a: [{ x: 12, y: 21 }, { x: 12, y: 21 }] });
+    expect(await docs().findOne({})).toEqual({
+      _id: 1,
+      a: [
+        { x: 12, y: 21 },
+        { x: 12, y: 21 },
+      ],
+    });
   });
 
   it('still refuses two updates of the same path', async () => {
@@ -73,7 +93,14 @@ describe('paths through arrays (B2, B11)', () => {
 describe('$pull (B3)', () => {
   it('removes the elements an $or or $and condition matches', async () => {
     const [a, b, c] = [new ObjectId(), new ObjectId(), new ObjectId()];
-    await docs().insertOne({ _id: 1, items: [{ _id: a, n: 1 }, { _id: b, n: 2 }, { _id: c, n: 3 }] });
+    await docs().insertOne({
+      _id: 1,
+      items: [
+        { _id: a, n: 1 },
+        { _id: b, n: 2 },
+        { _id: c, n: 3 },
+      ],
+    });
     await docs().updateOne({ _id: 1 }, { $pull: { items: { $or: [{ _id: a }, { _id: c }] } } } as Document);
     expect((await docs().findOne({}))!.items).toEqual([{ _id: b, n: 2 }]);
     await docs().updateOne({ _id: 1 }, { $pull: { items: { $and: [{ n: { $gt: 1 } }, { n: { $lt: 3 } }] } } } as Document);
@@ -138,7 +165,10 @@ describe('fields named __proto__ (B19)', () => {
 describe('the update statement field sort (B16)', () => {
   it('is unknown to a 7.0 server and refused rather than ignored', async () => {
     const { version } = await t.db.admin().command({ buildInfo: 1 });
-    await docs().insertMany([{ _id: 1, n: 1 }, { _id: 2, n: 2 }]);
+    await docs().insertMany([
+      { _id: 1, n: 1 },
+      { _id: 2, n: 2 },
+    ]);
     const command = { update: 'updates', updates: [{ q: {}, u: { $set: { hit: true } }, sort: { n: -1 } }] };
     if (Number(String(version).split('.')[0]) >= 8) {
       await t.db.command(command);

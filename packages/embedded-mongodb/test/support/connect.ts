@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { MongoClient, type Collection, type Db, type MongoClientOptions, type ObjectId } from 'mongodb';
-import { startEmbeddedServer, type EmbeddedServerOptions } from '../../src/index.js';
+
+import { type Collection, type Db, MongoClient, type MongoClientOptions, type ObjectId } from 'mongodb';
+
+import { type EmbeddedServerOptions, startEmbeddedServer } from '../../src/index.js';
 
 export interface TestDatabase {
   /** Connection string of the server (no database name in it). */
@@ -53,12 +55,10 @@ export async function servesReplicaSet(): Promise<boolean> {
 }
 
 /** Documents of any shape: the tests choose their own `_id` types, which the driver's schema typing would refuse. */
-/* eslint-disable @typescript-eslint/no-explicit-any */
 export interface AnyDocument {
   _id?: number | string | ObjectId;
   [field: string]: any;
 }
-/* eslint-enable @typescript-eslint/no-explicit-any */
 
 export interface Connected {
   database: TestDatabase;
