@@ -14,14 +14,13 @@ import { healthRoutes, type ReadinessDetails } from './http/health.js';
 import type { Shutdown } from './http/lifecycle.js';
 import { BODY_LIMIT_BYTES } from './limits.js';
 import type { Logger } from './logger.js';
-import type { GraphQLLogging } from './observability/graphql-logging.js';
 import type { GatewayMetrics } from './observability/metrics.js';
 import { requestIdOf, requestLogging } from './observability/request-log.js';
+import type { OperationPipeline } from './operations/pipeline.js';
 import { type PlaygroundOptions, playgroundRouter } from './playground/playground.js';
-import type { CompiledOperations } from './rest/compiled-operations.js';
-import type { PreparedRoute } from './rest/executor.js';
-import { inProcessExecutor } from './rest/in-process-executor.js';
+import { inProcessRunner } from './rest/in-process-runner.js';
 import { legacyEndpoints } from './rest/legacy-router.js';
+import type { PreparedRoute } from './rest/prepared-routes.js';
 import { credentialedGetIsPreflighted } from './security/credentialed-get.js';
 import { crossOrigin } from './security/cross-origin.js';
 import { notStored, securityHeaders } from './security/http-headers.js';
@@ -29,18 +28,16 @@ import type { RateLimits } from './security/rate-limit.js';
 import { type TrustedDocuments, trustedDocumentsStep } from './security/trusted-documents.js';
 
 export interface AppOptions {
-  /** Started; serves `/graphql` and runs the REST layer's operations. */
+  /** Started; serves `/graphql` over the pipeline. */
   apollo: ApolloServer<RequestContext>;
+  /** Runs the REST layer's operations, and observes `/graphql`'s. */
+  pipeline: OperationPipeline;
   createContext: CreateContext;
   authenticator: Authenticator;
   rateLimits: RateLimits;
   /** Which documents `/graphql` runs by id, and whether it runs any other. */
   trustedDocuments: TrustedDocuments;
   restRoutes: PreparedRoute[];
-  /** The table's queries compiled at start, which run without Apollo Server's request pipeline. */
-  restQueries: CompiledOperations;
-  /** The `/graphql` step that answers queries Apollo Server has validated before, likewise. */
-  seenQueries: RequestHandler;
   /** The OpenAPI document of `restRoutes`, as served. */
   openApi: string;
   /** For readiness. */
@@ -50,7 +47,6 @@ export interface AppOptions {
   /** Readiness turns off when a stop begins. */
   shutdown: Pick<Shutdown, 'stopping'>;
   metrics: GatewayMetrics;
-  graphqlLog: GraphQLLogging;
   logger: Logger;
   trustProxy: TrustProxy;
   /** Browser origins allowed to call the API (CORS); empty, none. */
@@ -66,7 +62,7 @@ export interface AppOptions {
  * its failure handler, which answers whatever its steps threw in that surface's shape.
  */
 export function createApp(options: AppOptions): Express {
-  const { apollo, authenticator, rateLimits, createContext, graphqlLog, metrics } = options;
+  const { apollo, pipeline, authenticator, rateLimits, createContext, metrics } = options;
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', options.trustProxy);
@@ -98,9 +94,13 @@ export function createApp(options: AppOptions): Express {
     declaredBodyWithinLimit,
     express.json({ limit: BODY_LIMIT_BYTES }),
     trustedDocumentsStep(options.trustedDocuments),
-    options.seenQueries,
     expressMiddleware(apollo, {
-      context: async ({ req, res }) => graphqlLog.track(res, createContext(callerOf(res), requestIdOf(req))),
+      context: async ({ req, res }) => {
+        const requestId = requestIdOf(req);
+        const observation = pipeline.observer.start('graphql', requestId);
+        res.locals.operation = observation;
+        return createContext(callerOf(res), requestId, observation);
+      },
     }),
     graphqlFailures,
   );
@@ -109,7 +109,7 @@ export function createApp(options: AppOptions): Express {
     response.type('application/json').send(options.openApi);
   });
   app.use(
-    ...legacyEndpoints(options.restRoutes, inProcessExecutor(apollo, options.restQueries, authenticator, createContext), {
+    ...legacyEndpoints(options.restRoutes, inProcessRunner(pipeline, authenticator, createContext), {
       afterAuthentication: [rateLimits.byCaller],
       basePath: options.restBasePath,
     }),

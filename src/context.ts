@@ -1,18 +1,47 @@
 import type { Caller } from './auth/authenticator.js';
 import type { BillingService } from './billing/billing.service.js';
 import type { ConversationService } from './conversations/conversation.service.js';
+import type { Observation } from './operations/observer.js';
 import type { SubscriptionService } from './subscriptions/subscription.service.js';
 
-/** What every resolver sees: the caller and that caller's services, with fresh DataLoaders. */
-export interface RequestContext {
-  caller: Caller;
-  conversations: ConversationService;
-  billing: BillingService;
-  /** Live updates (the Subscription fields). */
-  subscriptions: SubscriptionService;
-  /** The HTTP request's id, as in its log line and `X-Request-Id`; a subscription's own id over WebSocket. */
-  requestId: string;
+/** Each domain's service for one caller (service.ts assembles them). */
+export interface CallerServices {
+  conversations(caller: Caller): ConversationService;
+  billing(caller: Caller): BillingService;
+  subscriptions(caller: Caller): SubscriptionService;
 }
 
-/** Builds the context of one request (service.ts assembles it from the domains). */
-export type CreateContext = (caller: Caller, requestId: string) => RequestContext;
+/**
+ * What every resolver sees: the caller and that caller's services, with fresh DataLoaders. A
+ * service is made when a resolver first asks for it, so that a request pays only for those it uses.
+ */
+export class RequestContext {
+  private conversationService: ConversationService | undefined;
+  private billingService: BillingService | undefined;
+  private subscriptionService: SubscriptionService | undefined;
+
+  constructor(
+    readonly caller: Caller,
+    /** The HTTP request's id, as in its log line and `X-Request-Id`; a subscription's own id over WebSocket. */
+    readonly requestId: string,
+    /** The operation this context serves, as the pipeline observes it. */
+    readonly observation: Observation,
+    private readonly services: CallerServices,
+  ) {}
+
+  get conversations(): ConversationService {
+    return (this.conversationService ??= this.services.conversations(this.caller));
+  }
+
+  get billing(): BillingService {
+    return (this.billingService ??= this.services.billing(this.caller));
+  }
+
+  /** Live updates (the Subscription fields). */
+  get subscriptions(): SubscriptionService {
+    return (this.subscriptionService ??= this.services.subscriptions(this.caller));
+  }
+}
+
+/** Builds the context of one request, or of one subscription event. */
+export type CreateContext = (caller: Caller, requestId: string, observation: Observation) => RequestContext;

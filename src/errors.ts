@@ -1,4 +1,3 @@
-import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
 import { ApolloServerErrorCode } from '@apollo/server/errors';
 import { type ExecutionResult, GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { MongoNetworkError, MongoNotConnectedError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError } from 'mongodb';
@@ -12,9 +11,7 @@ import { MongoNetworkError, MongoNotConnectedError, MongoServerError, MongoServe
  */
 
 const SERVICE_UNAVAILABLE_TEXT = 'service temporarily unavailable, try again later';
-const INTERNAL_MESSAGE = 'internal server error';
-/** In production, every document that fails validation gets this answer: graphql-js's own messages name types, fields and arguments. */
-const INVALID_DOCUMENT_MESSAGE = 'the operation is not valid (the reason is shown outside production)';
+export const INTERNAL_MESSAGE = 'internal server error';
 
 interface Kind {
   code: string;
@@ -210,67 +207,13 @@ export function graphqlAnswer(failure: Failure, requestId: string): HttpAnswer {
   };
 }
 
-const INTERNAL = KINDS.internal.code;
-const VALIDATION_FAILED = KINDS.invalidOperation.code;
-
-/**
- * Apollo Server's `formatError` and a plugin. In production an internal error shows only its
- * code and where it happened (its message may name internals: a driver error, a field that
- * broke), and a document that fails validation is answered with one error of its code and a
- * message that names nothing: graphql-js's messages name the schema's types, fields and
- * arguments, and one error per wrong name, with its place, would tell the right ones apart.
- * Every internal error names the request, to be matched with its log line.
- */
-export function graphqlErrorRendering(production: boolean): {
-  formatError: (formatted: GraphQLFormattedError) => GraphQLFormattedError;
-  /**
-   * Errors met outside Apollo Server's pipeline, formatted as it formats them (a code on each; one
-   * for one), with their stack traces where it would show them (`includeStacktraceInErrorResponses`).
-   */
-  formatErrors: (errors: readonly GraphQLError[], withStacktraces?: boolean) => GraphQLFormattedError[];
-  /** The last step over an answer's formatted errors (the plugin's, and the WebSocket server's). */
-  finishErrors: (errors: readonly GraphQLFormattedError[], requestId: string) => GraphQLFormattedError[];
-  plugin: ApolloServerPlugin<BaseContext & { requestId: string }>;
-} {
-  const finishErrors = (errors: readonly GraphQLFormattedError[], requestId: string): GraphQLFormattedError[] =>
-    production && errors.some((error) => codeOf(error) === VALIDATION_FAILED)
-      ? [{ message: INVALID_DOCUMENT_MESSAGE, extensions: { code: VALIDATION_FAILED } }]
-      : errors.map((error) => (isInternal(error) ? { ...error, extensions: { ...error.extensions, requestId } } : error));
-  const formatError = (formatted: GraphQLFormattedError): GraphQLFormattedError =>
-    !production || !isInternal(formatted)
-      ? formatted
-      : { message: INTERNAL_MESSAGE, ...(formatted.path && { path: formatted.path }), extensions: { code: INTERNAL } };
-  return {
-    formatError,
-    formatErrors: (errors, withStacktraces = false) =>
-      errors.map((error) => {
-        const { http: _http, ...extensions } = error.extensions ?? {};
-        const stacktrace = withStacktraces && { stacktrace: error.stack?.split('\n') };
-        return formatError({ ...error.toJSON(), extensions: { ...extensions, code: extensions.code ?? INTERNAL, ...stacktrace } });
-      }),
-    finishErrors,
-    plugin: {
-      async requestDidStart() {
-        return {
-          async willSendResponse({ response, contextValue }) {
-            if (response.body.kind !== 'single') return;
-            const result = response.body.singleResult;
-            if (result.errors !== undefined) result.errors = finishErrors(result.errors, contextValue.requestId);
-          },
-        };
-      },
-    },
-  };
-}
+export const INTERNAL_CODE = KINDS.internal.code;
+export const VALIDATION_FAILED_CODE = KINDS.invalidOperation.code;
 
 /** The code of a formatted GraphQL error; one without a code is internal, as Apollo Server answers it. */
-export function codeOf(error: GraphQLFormattedError): string {
+export function codeOf(error: GraphQLFormattedError | GraphQLError): string {
   const code = error.extensions?.code;
-  return typeof code === 'string' ? code : INTERNAL;
-}
-
-export function isInternal(error: GraphQLFormattedError): boolean {
-  return codeOf(error) === INTERNAL;
+  return typeof code === 'string' ? code : INTERNAL_CODE;
 }
 
 // ---- Legacy REST answers ------------------------------------------------------------
@@ -293,9 +236,18 @@ export function legacyAnswer(failure: Failure, field: FailureField, requestId: s
   };
 }
 
+/** The kinds a REST layer's operation may fail with and still answer in the endpoint's own words; anything else is internal. */
+const OPERATION_FAILURES: ReadonlySet<FailureKind> = new Set(['rateLimited', 'databaseUnavailable', 'notAvailable', 'badUserInput']);
+
+/** The failure an error of an operation run in this process stands for: the failure a resolver threw, or internal. */
+export function failureOfOperation(error: GraphQLError): Failure {
+  const failure = failureOf(error.originalError ?? error);
+  return OPERATION_FAILURES.has(failure.kind) ? failure : internal(error);
+}
+
 /**
- * The failure an operation's error stands for, read back from its answer (in this process or from
- * a remote gateway). An operation of the REST layer fails in no other expected way: anything else is internal.
+ * The failure an operation's error stands for, read back from the answer of a remote gateway (the
+ * REST sidecar's): by its code, for the kinds `failureOfOperation` answers; anything else is internal.
  */
 export function failureOfAnswer(error: GraphQLFormattedError): Failure {
   switch (codeOf(error)) {

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import type { ApolloServerPlugin } from '@apollo/server';
 import { type EmbeddedServer, startEmbeddedServer } from '@chat-gateway/embedded-mongodb';
 import proxyAddress from 'proxy-addr';
 
@@ -11,27 +12,22 @@ import { type Accounts, createAccounts } from './accounts/index.js';
 import { createApp } from './app.js';
 import { secretKey, signAccessToken } from './auth/access-token.js';
 import { Authenticator } from './auth/authenticator.js';
-import { callerOf } from './auth/require-caller.js';
 import { type Billing, createBilling } from './billing/index.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
-import type { CreateContext } from './context.js';
+import { type CreateContext, RequestContext } from './context.js';
 import { type Conversations, createConversations } from './conversations/index.js';
 import { buildIndexes, connectDatabase, type Database } from './db/database.js';
 import { withDatabaseName } from './db/uri.js';
 import { createApolloServer } from './graphql/apollo.js';
-import { compiledOperationCache, compiledQueryRunner } from './graphql/compiled-queries.js';
 import { buildSchema } from './graphql/schema.js';
-import { seenDocuments } from './graphql/seen-documents.js';
 import { listen, type Scheduler, Shutdown } from './http/lifecycle.js';
 import { createHttpServer } from './http/server.js';
 import type { Logger } from './logger.js';
-import { graphqlLogging } from './observability/graphql-logging.js';
 import { createMetrics } from './observability/metrics.js';
-import { requestIdOf } from './observability/request-log.js';
-import { compiledOperations } from './rest/compiled-operations.js';
-import { prepareRoutes, restLayerDocuments } from './rest/executor.js';
+import { OperationPipeline } from './operations/pipeline.js';
 import { openApiDocument } from './rest/openapi.js';
+import { prepareRoutes, restLayerDocuments } from './rest/prepared-routes.js';
 import type { RestRoute } from './rest/route.js';
 import { legacyRoutes } from './rest/routes.js';
 import { createRateLimits } from './security/rate-limit.js';
@@ -51,6 +47,8 @@ export interface ServiceOptions {
   clock?: Clock;
   /** Times the shutdown delay; the system's timers unless a test moves time by hand. */
   scheduler?: Scheduler;
+  /** Apollo Server plugins of one's own, besides the gateway's (they see every `/graphql` request). */
+  apolloPlugins?: ApolloServerPlugin<RequestContext>[];
 }
 
 export interface RunningService {
@@ -121,114 +119,67 @@ export async function startService(config: Config, logger: Logger, options: Serv
   }
 }
 
+type Started = ServiceOptions & { restRoutes: RestRoute[]; trustedDocuments: TrustedDocuments };
+
 async function serve(
   config: Config,
   logger: Logger,
-  options: ServiceOptions & { restRoutes: RestRoute[]; trustedDocuments: TrustedDocuments },
+  options: Started,
   database: Database,
   embedded: EmbeddedServer | undefined,
 ): Promise<RunningService> {
-  // Domains: each gives its stores, a service per caller and its resolvers.
-  const { connection } = database;
   const clock = options.clock ?? systemClock;
-  const accounts = createAccounts(connection);
-  const conversations = createConversations(connection, logger);
-  const billing = createBilling({
-    connection,
-    accounts: accounts.store,
-    sso: config.sso,
-    settlement: config.settlement,
-    logger,
-    clock,
-  });
-  const domains: Domains = { accounts, conversations, billing };
-  await buildIndexes(connection);
-
-  const loadDemoData = embedded !== undefined && config.seedFile === undefined;
-  if (config.seedFile !== undefined) {
-    const loaded = await loadSeed(domains, await readSeedFile(config.seedFile), {
-      source: config.seedFile,
-      onProgress: (progress) => logger.info({ seedFile: config.seedFile, ...progress }, 'seeding'),
-    });
-    logger.info({ seedFile: config.seedFile, ...loaded }, 'seed file loaded');
-  } else if (loadDemoData) {
-    await loadSeed(domains, demoData);
-  }
+  const domains = createDomains(config, logger, database, clock);
+  await buildIndexes(database.connection);
+  const loadDemoData = await loadData(config, logger, domains, embedded !== undefined);
 
   const tokenKey = secretKey(config.jwtSecret ?? randomBytes(32).toString('base64url'));
   // The demo user exists only in the demo data (CONTRACT §8): a seed file has users of its own.
   const demoToken = loadDemoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
-  const authenticator = new Authenticator(tokenKey, accounts.store, clock);
+  const authenticator = new Authenticator(tokenKey, domains.accounts.store, clock);
   // Live updates: a change feed per collection, when the database has change streams.
   const subscriptions = await createSubscriptions({
-    connection,
-    accounts: accounts.store,
-    models: { users: accounts.models.users, conversations: conversations.models.conversations },
+    connection: database.connection,
+    accounts: domains.accounts.store,
+    models: { users: domains.accounts.models.users, conversations: domains.conversations.models.conversations },
     logger,
   });
-  const createContext: CreateContext = (caller, requestId) => ({
-    caller,
-    requestId,
-    conversations: conversations.forCaller(caller),
-    billing: billing.forCaller(caller),
-    subscriptions: subscriptions.forCaller(caller),
-  });
+  const createContext = contextFactory(domains, subscriptions);
 
-  // GraphQL: one schema and one Apollo Server, for /graphql, the REST layer and subscriptions alike.
-  const schema = buildSchema([conversations.resolvers, billing.resolvers, subscriptions.resolvers]);
-  const { restRoutes, trustedDocuments } = options;
-  const preparedRoutes = prepareRoutes(restRoutes, schema);
+  // GraphQL: one schema and one operation pipeline, for every door: /graphql, the REST layer and subscriptions.
+  const schema = buildSchema([domains.conversations.resolvers, domains.billing.resolvers, subscriptions.resolvers]);
+  const restRoutes = prepareRoutes(options.restRoutes, schema);
   const httpServer = createHttpServer();
   const metrics = createMetrics({
     token: config.metricsToken,
     production: config.production,
-    knownOperationNames: [...preparedRoutes.map((route) => route.prepared.name), ...trustedDocuments.operationNames],
+    knownOperationNames: [...restRoutes.map((route) => route.prepared.name), ...options.trustedDocuments.operationNames],
     database,
-    domainMetrics: [...(billing.official?.metrics ?? []), ...subscriptions.metrics.all],
+    domainMetrics: [...(domains.billing.official?.metrics ?? []), ...subscriptions.metrics.all],
   });
-  const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
-  const graphqlLog = graphqlLogging(logger);
-  // Queries known beforehand (the REST table's) or seen before (on /graphql) run as compiled code outside Apollo's pipeline.
-  const runCompiled = compiledQueryRunner(schema, {
-    production: config.production,
-    observeExecution: metrics.observeExecution,
-    recordOperation: metrics.recordOperation,
-    logUnexpected: graphqlLog.logUnexpected,
-  });
-  const compiledFor = compiledOperationCache(schema);
-  const seenQueries = seenDocuments(compiledFor, runCompiled, (request, response) =>
-    createContext(callerOf(response), requestIdOf(request)),
-  );
-  const apollo = createApolloServer(schema, {
-    production: config.production,
-    httpServer,
-    plugins: [metrics.graphqlPlugin, graphqlLog.plugin, seenQueries.plugin],
-    observeExecution: metrics.observeExecution,
-    compiledFor,
-  });
+  const pipeline = new OperationPipeline({ schema, production: config.production, metrics: metrics.graphql, logger });
+  const apollo = createApolloServer(pipeline, { production: config.production, httpServer, plugins: options.apolloPlugins });
   await apollo.start();
-  const restQueries = compiledOperations(schema, preparedRoutes, runCompiled);
 
   // HTTP: the app on the server Apollo Server drains when it stops.
   const rateLimits = await createRateLimits({
     requestsPerSecond: config.rateLimit,
-    sharedIn: config.rateLimitStore === 'mongo' ? connection.db : undefined,
+    sharedIn: config.rateLimitStore === 'mongo' ? database.connection.db : undefined,
   });
+  const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
   const app = createApp({
     apollo,
+    pipeline,
     createContext,
     authenticator,
     rateLimits,
-    trustedDocuments,
-    restRoutes: preparedRoutes,
-    restQueries,
-    seenQueries: seenQueries.handler,
-    openApi: JSON.stringify(openApiDocument(restRoutes, packageVersion, config.restBasePath)),
+    trustedDocuments: options.trustedDocuments,
+    restRoutes,
+    openApi: JSON.stringify(openApiDocument(options.restRoutes, packageVersion, config.restBasePath)),
     database,
     readinessDetails: subscriptions.metrics.counts,
     shutdown,
     metrics,
-    graphqlLog,
     logger,
     trustProxy: config.trustProxy,
     corsOrigins: config.corsOrigins,
@@ -240,11 +191,11 @@ async function serve(
   // Subscriptions: WebSockets upgraded from the same server, on /graphql too.
   const subscriptionServer = startSubscriptionServer({
     httpServer,
-    schema,
+    pipeline,
     authenticator,
     createContext,
     rateLimits,
-    documentOf: (reference) => trustedDocuments.documentFor(reference),
+    documentOf: (reference) => options.trustedDocuments.documentFor(reference),
     caps: config.subscriptionCaps,
     clientAddress: (request) => proxyAddress(request, app.get('trust proxy fn')),
     corsOrigins: config.corsOrigins,
@@ -256,7 +207,7 @@ async function serve(
   await listen(httpServer, config.port, config.host);
   const { port } = httpServer.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  const settlementSweep = billing.official?.startSweep(config.settlement.intervalMs);
+  const settlementSweep = domains.billing.official?.startSweep(config.settlement.intervalMs);
 
   return {
     url: `http://${host}:${port}`,
@@ -278,4 +229,37 @@ async function serve(
       await embedded?.close();
     },
   };
+}
+
+/** Each domain's factory, bound to the database: stores, a service per caller, resolvers. */
+function createDomains(config: Config, logger: Logger, { connection }: Database, clock: Clock): Domains {
+  const accounts = createAccounts(connection);
+  const conversations = createConversations(connection, logger);
+  const billing = createBilling({ connection, accounts: accounts.store, sso: config.sso, settlement: config.settlement, logger, clock });
+  return { accounts, conversations, billing };
+}
+
+/** Loads SEED_FILE, or the demo data on the embedded engine without one; true when the demo data was loaded. */
+async function loadData(config: Config, logger: Logger, domains: Domains, onEmbeddedEngine: boolean): Promise<boolean> {
+  if (config.seedFile !== undefined) {
+    const loaded = await loadSeed(domains, await readSeedFile(config.seedFile), {
+      source: config.seedFile,
+      onProgress: (progress) => logger.info({ seedFile: config.seedFile, ...progress }, 'seeding'),
+    });
+    logger.info({ seedFile: config.seedFile, ...loaded }, 'seed file loaded');
+    return false;
+  }
+  if (!onEmbeddedEngine) return false;
+  await loadSeed(domains, demoData);
+  return true;
+}
+
+/** The context of each request: the caller's services, each made when a resolver first asks for it. */
+function contextFactory(domains: Domains, subscriptions: Subscriptions): CreateContext {
+  const services = {
+    conversations: domains.conversations.forCaller,
+    billing: domains.billing.forCaller,
+    subscriptions: subscriptions.forCaller,
+  };
+  return (caller, requestId, observation) => new RequestContext(caller, requestId, observation, services);
 }

@@ -1,71 +1,112 @@
 import type { Server } from 'node:http';
 
-import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServer, type ApolloServerOptionsWithGateway, type ApolloServerPlugin } from '@apollo/server';
 import {
   ApolloServerPluginCacheControlDisabled,
   ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
-  ApolloServerPluginSchemaReportingDisabled,
-  ApolloServerPluginUsageReportingDisabled,
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
-import type { GraphQLSchema } from 'graphql';
 
 import type { RequestContext } from '../context.js';
-import { badRequest, graphqlErrorRendering } from '../errors.js';
-import { operationLimitOptions } from '../security/operation-limits.js';
-import { compiledExecution, type ExecutionObserver } from './compiled-execution.js';
-import type { CompiledOperationLookup } from './compiled-queries.js';
-
-/** Once stopping, how long in-flight requests may take before their connections are closed anyway. */
-const SHUTDOWN_GRACE_MS = 10_000;
+import { badRequest } from '../errors.js';
+import { DRAIN_GRACE_MS } from '../http/lifecycle.js';
+import { checkOperationCost, LIMIT_RULES, PARSE_OPTIONS } from '../operations/limits.js';
+import type { OperationPipeline } from '../operations/pipeline.js';
 
 export interface ApolloOptions {
   production: boolean;
   /** The HTTP server everything is served on: stopping Apollo Server drains it first. */
   httpServer: Server;
-  /** Metrics and logging. */
-  plugins: ApolloServerPlugin<RequestContext>[];
-  /** Told which executor ran each operation. */
-  observeExecution: ExecutionObserver;
-  /** Where queries find their compiled code (shared with `/graphql`'s seen queries). */
-  compiledFor: CompiledOperationLookup;
+  /** Plugins of the operator's own, besides the pipeline's. */
+  plugins?: ApolloServerPlugin<RequestContext>[];
 }
 
-export function createApolloServer(schema: GraphQLSchema, options: ApolloOptions): ApolloServer<RequestContext> {
-  const limits = operationLimitOptions<RequestContext>();
-  const errors = graphqlErrorRendering(options.production);
+/**
+ * `/graphql`'s Apollo Server, built on the operation pipeline through its extension points: the
+ * pipeline's document cache is its document store (parsed and validated with the same options and
+ * rules), the pipeline's execute stage its executor, the format stage its `formatError`, and one
+ * plugin adapts the rest (the cost, the observation, the last step over errors). Every request to
+ * `/graphql` goes through Apollo Server's whole request pipeline, so every plugin sees it.
+ */
+export function createApolloServer(pipeline: OperationPipeline, options: ApolloOptions): ApolloServer<RequestContext> {
   return new ApolloServer<RequestContext>({
-    // The schema, with queries run as compiled code (see compiled-execution.ts).
-    gateway: compiledExecution(schema, options.compiledFor, options.observeExecution),
+    gateway: pipelineExecutor(pipeline),
+    documentStore: pipeline.documents.store,
+    parseOptions: PARSE_OPTIONS,
+    validationRules: [...LIMIT_RULES],
     introspection: !options.production,
     includeStacktraceInErrorResponses: !options.production,
     // No "Did you mean …?" naming fields the caller did not know about.
     hideSchemaDetailsFromClientErrors: options.production,
-    parseOptions: limits.parseOptions,
-    validationRules: limits.validationRules,
     allowBatchedHttpRequests: false,
     // Documents are named by id only as trusted documents (security/trusted-documents.ts), never registered by clients.
     persistedQueries: false,
     csrfPrevention: true,
     // The service stops on signals itself, in order; Apollo's own handler would re-raise the signal and kill it.
     stopOnTerminationSignals: false,
-    formatError: errors.formatError,
+    formatError: pipeline.format.formatError,
     plugins: [
       // Nothing here is used, and each costs per request or per field; the playground is served separately.
       ApolloServerPluginLandingPageDisabled(),
       ApolloServerPluginCacheControlDisabled(),
       ApolloServerPluginInlineTraceDisabled(),
-      ApolloServerPluginUsageReportingDisabled(),
-      ApolloServerPluginSchemaReportingDisabled(),
       // On stop: no new connections, idle keep-alive ones closed at once, busy ones once their answer is out.
-      ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer, stopGracePeriodMillis: SHUTDOWN_GRACE_MS }),
-      limits.plugin,
+      ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer, stopGracePeriodMillis: DRAIN_GRACE_MS }),
+      pipelinePlugin(pipeline),
       subscriptionsOverWebSocket,
-      errors.plugin,
-      ...options.plugins,
+      ...(options.plugins ?? []),
     ],
   });
+}
+
+/**
+ * The pipeline's execute stage as Apollo Server's executor (its gateway interface, the one it
+ * offers for running operations another way). An unresolved operation is left to graphql-js,
+ * whose answer names what is wrong.
+ */
+function pipelineExecutor(pipeline: OperationPipeline): ApolloServerOptionsWithGateway<RequestContext>['gateway'] {
+  const { schema, execution } = pipeline;
+  return {
+    onSchemaLoadOrUpdate(callback) {
+      callback({ apiSchema: schema, coreSupergraphSdl: '' });
+      return () => {};
+    },
+    async load() {
+      return {
+        executor: ({ document, operation, context, request }) =>
+          operation === undefined
+            ? execution.unresolved(document, request.operationName)
+            : execution.execute({ document, operation, context: context as RequestContext, variables: request.variables }),
+      };
+    },
+    async stop() {},
+  };
+}
+
+/**
+ * The pipeline's stages that Apollo Server reaches through a plugin: the cost, once the operation
+ * and its variables are known (a refusal is an HTTP 400 before anything runs); the observation of
+ * each request, which the door started with its context; the last step over the answer's errors.
+ */
+function pipelinePlugin(pipeline: OperationPipeline): ApolloServerPlugin<RequestContext> {
+  return {
+    async requestDidStart({ contextValue: { observation } }) {
+      return {
+        async didResolveOperation({ schema, document, operation, request }) {
+          if (operation === undefined) return;
+          observation.resolved(operation);
+          checkOperationCost(schema, document, operation, request.variables);
+        },
+        async willSendResponse({ response, errors, contextValue }) {
+          if (response.body.kind === 'single' && response.body.singleResult.errors !== undefined) {
+            response.body.singleResult.errors = pipeline.format.finish(response.body.singleResult.errors, contextValue.requestId);
+          }
+          observation.finished(errors);
+        },
+      };
+    },
+  };
 }
 
 /** Over HTTP a subscription would run once and answer nothing useful: it is refused (400) with where to go. */

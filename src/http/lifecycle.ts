@@ -12,8 +12,8 @@ export const systemScheduler: Scheduler = {
   },
 };
 
-/** Busy connections still open this long after a drain began are cut (Apollo Server's drain allows the same). */
-const DRAIN_GRACE_MS = 10_000;
+/** Busy connections still open this long after a drain began are cut (by `drainable` and by Apollo Server's drain alike). */
+export const DRAIN_GRACE_MS = 10_000;
 
 /**
  * A server's stop as orchestrators expect it (CONTRACT §8): `/readyz` answers 503 from the

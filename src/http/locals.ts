@@ -1,5 +1,5 @@
 import type { Caller } from '../auth/authenticator.js';
-import type { OperationSession } from '../rest/executor.js';
+import type { CallerSession } from '../rest/operation-runner.js';
 
 /** What one step of a request hands on to the next ones, in `response.locals`. */
 declare global {
@@ -9,9 +9,9 @@ declare global {
       /** Set once this process accepted the request's credentials. */
       caller?: Caller;
       /** The REST layer's session for the request's caller. */
-      session?: OperationSession;
-      /** The GraphQL operation a `/graphql` request ran, for the request log. */
-      graphqlOperationName?: string;
+      session?: CallerSession;
+      /** The GraphQL operation the request runs, for the request log: named once it is known. */
+      operation?: { readonly operationName: string | undefined };
     }
   }
 }

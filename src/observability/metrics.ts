@@ -1,23 +1,17 @@
-import type { ApolloServerPlugin, BaseContext } from '@apollo/server';
 import type { RequestHandler } from 'express';
 import { collectDefaultMetrics, type Metric, Registry } from 'prom-client';
 
 import type { Database } from '../db/database.js';
-import type { ExecutionObserver } from '../graphql/compiled-execution.js';
 import { databaseMetrics } from './database-metrics.js';
-import { graphqlExecutionMetrics, graphqlMetrics, type OperationRecorder } from './graphql-metrics.js';
+import { type GraphQLMetrics, graphqlMetrics } from './graphql-metrics.js';
 import { httpMetrics } from './http-metrics.js';
 import { metricsEndpoint } from './metrics-endpoint.js';
 
 export interface GatewayMetrics {
   /** Counts and times every HTTP request; mount before the routes. */
   recordRequests: RequestHandler;
-  /** Counts and times every GraphQL operation Apollo Server runs, from `/graphql` and the REST layer alike. */
-  graphqlPlugin: ApolloServerPlugin<BaseContext>;
-  /** The same for the REST layer's queries, which run outside Apollo Server. */
-  recordOperation: OperationRecorder;
-  /** Counts operations by the executor that ran them. */
-  observeExecution: ExecutionObserver;
+  /** Counts and times every GraphQL operation, whatever its door (fed by the operation pipeline's observer). */
+  graphql: GraphQLMetrics;
   /** `GET /metrics` in Prometheus text format; absent in production without a token, where it is not served. */
   endpoint: RequestHandler | undefined;
   /** Stops listening to the database driver. */
@@ -42,12 +36,9 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   for (const metric of options.domainMetrics ?? []) registry.registerMetric(metric);
-  const operations = graphqlMetrics(registry, options.knownOperationNames ?? []);
   return {
     recordRequests: httpMetrics(registry),
-    graphqlPlugin: operations.plugin,
-    recordOperation: operations.record,
-    observeExecution: graphqlExecutionMetrics(registry),
+    graphql: graphqlMetrics(registry, options.knownOperationNames ?? []),
     // Open metrics tell anyone the traffic, the operations and the process's state: production shows them only to a token.
     endpoint: options.production && options.token === undefined ? undefined : metricsEndpoint(registry, options.token),
     stop: database === undefined ? () => undefined : databaseMetrics(registry, database, database.connection.getClient()),

@@ -49,7 +49,7 @@ export function requestLogging(logger: Logger): RequestHandler {
         requestId,
         method: request.method,
         route,
-        operation: locals.graphqlOperationName,
+        operation: locals.operation?.operationName,
         status: response.writableFinished ? response.statusCode : CLIENT_CLOSED_REQUEST,
         durationMs: Date.now() - started,
         userId: locals.caller?.userId,

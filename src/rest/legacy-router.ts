@@ -1,14 +1,15 @@
 import express, { type ErrorRequestHandler, type RequestHandler, Router } from 'express';
 
-import { failureOfAnswer, legacyAnswer, methodNotAllowed, unauthenticated } from '../errors.js';
+import { legacyAnswer, methodNotAllowed, unauthenticated } from '../errors.js';
 import { declaredBodyWithinLimit } from '../http/body-limit.js';
 import { legacyFailures } from '../http/failures.js';
 import { sendAnswer, sendJson } from '../http/json-answer.js';
 import { BODY_LIMIT_BYTES } from '../limits.js';
 import { requestIdOf } from '../observability/request-log.js';
 import { notStored } from '../security/http-headers.js';
-import { type OperationExecutor, type PreparedRoute, UNAUTHORIZED } from './executor.js';
 import { readInput } from './inputs.js';
+import type { OperationRunner } from './operation-runner.js';
+import type { PreparedRoute } from './prepared-routes.js';
 
 const readBody = [declaredBodyWithinLimit, express.text({ type: () => true, limit: BODY_LIMIT_BYTES })];
 
@@ -29,7 +30,7 @@ export interface LegacyEndpointsOptions {
  */
 export function legacyEndpoints(
   routes: readonly PreparedRoute[],
-  executor: OperationExecutor,
+  runner: OperationRunner,
   options: LegacyEndpointsOptions,
 ): [Router, ErrorRequestHandler] {
   const router = Router();
@@ -38,7 +39,7 @@ export function legacyEndpoints(
   for (const { route, path } of served) {
     const steps = [
       notStored,
-      openSession(executor),
+      openSession(runner),
       ...options.afterAuthentication,
       ...(route.method === 'POST' ? readBody : []),
       answer(route),
@@ -74,9 +75,9 @@ function failuresInTheShapeOf(served: readonly { route: PreparedRoute; path: str
   };
 }
 
-function openSession(executor: OperationExecutor): RequestHandler {
+function openSession(runner: OperationRunner): RequestHandler {
   return async (request, response, next) => {
-    const session = await executor.open({
+    const session = await runner.open({
       authorization: request.get('authorization'),
       requestId: requestIdOf(request),
       clientAddress: request.ip,
@@ -91,17 +92,16 @@ function openSession(executor: OperationExecutor): RequestHandler {
 function answer(route: PreparedRoute): RequestHandler {
   return async (request, response) => {
     const session = response.locals.session!;
+    response.locals.operation = { operationName: route.prepared.name };
     const input = readInput(route.input, request);
     if ('failure' in input) {
       // Bad input still owes a caller whose credentials are refused upstream its 401 first.
       if (!(await session.confirmCaller())) throw unauthenticated();
       throw input.failure;
     }
-    const result = await session.run(route.prepared, input.variables as Record<string, unknown>);
-    if (result === UNAUTHORIZED) throw unauthenticated();
-    const error = result.errors?.[0];
-    if (error === undefined && result.data) return sendJson(response, 200, route.respond(result.data));
+    const outcome = await session.run(route.prepared, input.variables as Record<string, unknown>);
+    if ('data' in outcome) return sendJson(response, 200, route.respond(outcome.data));
     // The operation's own failures were logged where they happened (or upstream); here they are only answered.
-    sendAnswer(response, legacyAnswer(failureOfAnswer(error ?? { message: 'no data' }), route.failureField, requestIdOf(request)));
+    sendAnswer(response, legacyAnswer(outcome.failure, route.failureField, requestIdOf(request)));
   };
 }

@@ -14,10 +14,10 @@ import { requestLogging } from '../observability/request-log.js';
 import { crossOrigin } from '../security/cross-origin.js';
 import { securityHeaders } from '../security/http-headers.js';
 import { packageVersion } from '../version.js';
-import { confirmCallerOperation, prepareRoutes } from './executor.js';
 import { legacyEndpoints } from './legacy-router.js';
 import { openApiDocument } from './openapi.js';
-import { probeUpstream, remoteExecutor } from './remote-executor.js';
+import { confirmCallerOperation, prepareRoutes } from './prepared-routes.js';
+import { probeUpstream, remoteRunner } from './remote-runner.js';
 import { legacyRoutes } from './routes.js';
 
 export interface SidecarOptions {
@@ -80,8 +80,8 @@ function sidecarApp(options: SidecarOptions, shutdown: Shutdown, metrics: Gatewa
   // The gateway limits callers itself, and its refusals are answered like local ones.
   const schema = buildSchema();
   const routes = prepareRoutes(legacyRoutes, schema);
-  const executor = remoteExecutor(upstream, timeoutMs, confirmCallerOperation(schema));
-  app.use(...legacyEndpoints(routes, executor, { afterAuthentication: [], basePath: options.config.restBasePath }));
+  const runner = remoteRunner(upstream, timeoutMs, confirmCallerOperation(schema));
+  app.use(...legacyEndpoints(routes, runner, { afterAuthentication: [], basePath: options.config.restBasePath }));
   app.use(noSuchPath, legacyFailures('error'));
   return app;
 }

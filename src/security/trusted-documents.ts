@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 
 import type { RequestHandler } from 'express';
@@ -6,6 +5,7 @@ import { type DocumentNode, Kind, parse } from 'graphql';
 
 import { ConfigError } from '../config.js';
 import { badRequest, persistedQueryNotFound, persistedQueryOnly } from '../errors.js';
+import { documentIdOf } from '../operations/documents.js';
 import { isRecord } from '../shared/is-record.js';
 
 /**
@@ -18,11 +18,6 @@ export interface DocumentReference {
   query?: unknown;
   documentId?: unknown;
   extensions?: unknown;
-}
-
-/** A document's id: the lowercase hex SHA-256 of its text, as GraphQL Code Generator's client preset makes it with `hashAlgorithm: 'sha256'`. */
-export function documentIdOf(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
 }
 
 /**

@@ -5,13 +5,10 @@ import type { Duplex } from 'node:stream';
 import {
   createSourceEventStream,
   type DocumentNode,
-  execute,
   type ExecutionArgs,
   type ExecutionResult,
   getOperationAST,
   GraphQLError,
-  type GraphQLFormattedError,
-  type GraphQLSchema,
   Kind,
   type OperationDefinitionNode,
   type SelectionSetNode,
@@ -27,17 +24,14 @@ import {
   badRequest,
   failureOf,
   graphqlAnswer,
-  graphqlErrorRendering,
-  isInternal,
   noSuchEndpoint,
   originNotAllowed,
   tooManySubscriptions,
   tooManyWebsockets,
-  withFailureKinds,
 } from '../errors.js';
 import { BODY_LIMIT_BYTES } from '../limits.js';
 import type { Logger } from '../logger.js';
-import { checkOperationCost, documentChecker } from '../security/operation-limits.js';
+import type { OperationPipeline } from '../operations/pipeline.js';
 import { addressKey, type RateLimits } from '../security/rate-limit.js';
 import type { DocumentReference } from '../security/trusted-documents.js';
 import type { SubscriptionMetrics } from './subscription-metrics.js';
@@ -48,8 +42,6 @@ const GRAPHQL_PATH = '/graphql';
 const KEEP_ALIVE_MS = 12_000;
 /** Once stopping, how long sockets may take to finish their closing handshake before they are cut. */
 const CLOSE_GRACE_MS = 2_000;
-/** Valid documents remembered, by text (the oldest is forgotten first), and the longest text remembered. */
-const CHECKED_DOCUMENTS = { count: 200, textLength: 4_096 };
 /** A close code of the WebSocket standard: the server is going away. */
 const GOING_AWAY = 1001;
 /** A close code of the WebSocket standard: try again later (clients reconnect). */
@@ -65,7 +57,8 @@ export interface SubscriptionCaps {
 export interface SubscriptionServerOptions {
   /** The server `/graphql` is served on: sockets upgrade from its requests. */
   httpServer: Server;
-  schema: GraphQLSchema;
+  /** Checks, runs and observes each subscription and each of its events, as every door's operations. */
+  pipeline: OperationPipeline;
   authenticator: Authenticator;
   createContext: CreateContext;
   rateLimits: RateLimits;
@@ -112,9 +105,7 @@ type SocketContext = Context<Record<string, unknown>, Extra>;
  * of its own (fresh services and DataLoaders), so it reads what is stored now.
  */
 export function startSubscriptionServer(options: SubscriptionServerOptions): SubscriptionServer {
-  const { schema, authenticator, createContext, rateLimits, caps, clock, metrics, logger, production } = options;
-  const parseAndValidate = documentChecker(schema);
-  const { formatErrors, finishErrors } = graphqlErrorRendering(production);
+  const { pipeline, authenticator, createContext, rateLimits, caps, clock, metrics, logger, production } = options;
   const websockets = new WebSocketServer({ noServer: true, maxPayload: BODY_LIMIT_BYTES });
   const socketsByAddress = new Map<string, number>();
   const subscriptionsByCaller = new Map<number, number>();
@@ -166,6 +157,8 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
   }
 
   const states = new WeakMap<WebSocket, SocketState>();
+  /** The request id of each refusal, by the errors graphql-ws hands back to `onError`: it names the refusal in the log and the answer. */
+  const refusals = new WeakMap<readonly GraphQLError[], string>();
   const stateOf = (context: SocketContext): SocketState => states.get(context.extra.socket)!;
 
   function reserve(state: SocketState, id: string, field: string): void {
@@ -187,21 +180,22 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
     else subscriptionsByCaller.set(userId, left);
   }
 
-  /** Errors as Apollo Server renders them over HTTP: a code on each, internal ones logged and (in production) masked. */
-  function render(errors: readonly GraphQLError[], requestId: string): GraphQLFormattedError[] {
-    const formatted = formatErrors(errors);
-    formatted.forEach((answer, index) => {
-      const error = errors[index]!;
-      if (isInternal(answer)) logger.error({ err: error.originalError ?? error, requestId }, 'unexpected error in a GraphQL subscription');
-    });
-    return finishErrors(formatted, requestId);
-  }
-
-  /** Runs each event with a context of its own, so that DataLoaders never answer from an earlier event. */
+  /**
+   * Opens the subscription's event stream, then runs each event through the pipeline's execute
+   * stage with a context (and an observation) of its own, so that DataLoaders never answer from
+   * an earlier event. The subscribe message's observation ends once its stream is open, or refused.
+   */
   async function subscribe(args: ExecutionArgs): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> {
+    const { caller, requestId, observation } = args.contextValue as RequestContext;
     const source = await createSourceEventStream(args);
-    if (!(Symbol.asyncIterator in source)) return withFailureKinds(source);
-    const { caller, requestId } = args.contextValue as RequestContext;
+    if (!(Symbol.asyncIterator in source)) {
+      observation.finished(source.errors);
+      return source;
+    }
+    observation.finished(undefined);
+    const { document } = args;
+    const variables = args.variableValues ?? undefined;
+    const operation = operationOf(document, args.operationName);
     const events = source[Symbol.asyncIterator]();
     const results: AsyncIterableIterator<ExecutionResult> = {
       async next() {
@@ -212,8 +206,10 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
           throw failureOf(error);
         }
         if (event.done) return { value: undefined, done: true };
-        const result = await execute({ ...args, rootValue: event.value, contextValue: createContext(caller, requestId) });
-        return { value: withFailureKinds(result as ExecutionResult), done: false };
+        const context = createContext(caller, requestId, pipeline.observer.start('websocket', requestId));
+        const result = await pipeline.execution.execute({ document, operation, context, variables, rootValue: event.value });
+        context.observation.finished(result.errors);
+        return { value: result, done: false };
       },
       async return() {
         await events.return?.();
@@ -226,7 +222,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
 
   useServer<Record<string, unknown>>(
     {
-      schema,
+      schema: pipeline.schema,
       subscribe,
       isProd: production,
       async onConnect(context) {
@@ -253,28 +249,32 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
       },
       async onSubscribe(context, id, payload) {
         const state = stateOf(context);
+        const requestId = randomUUID();
+        const observation = pipeline.observer.start('websocket', requestId);
+        const refuse = (errors: readonly GraphQLError[]) => {
+          observation.finished(errors);
+          refusals.set(errors, requestId);
+          return errors;
+        };
         try {
           await rateLimits.countCaller(state.caller!.userId);
           const text = options.documentOf(payload);
           if (text === undefined) throw badRequest('a subscribe message must carry a GraphQL document');
-          const document = checkedDocument(text);
-          if (!('kind' in document)) return document;
-          const operation = getOperationAST(document, payload.operationName);
-          if (operation == null) throw badRequest('the document must name one operation (operationName) to run');
-          if (operation.operation !== 'subscription') {
+          const checked = pipeline.check({ text, operationName: payload.operationName, variables: payload.variables }, observation);
+          if ('errors' in checked) return refuse(checked.errors);
+          if (checked.operation.operation !== 'subscription') {
             throw badRequest('only subscriptions are served over WebSocket; send queries and mutations to POST /graphql');
           }
-          checkOperationCost(schema, document, operation, payload.variables ?? undefined);
-          reserve(state, id, rootFieldOf(operation, document));
+          reserve(state, id, rootFieldOf(checked.operation, checked.document));
           return {
-            schema,
-            document,
+            schema: pipeline.schema,
+            document: checked.document,
             operationName: payload.operationName,
             variableValues: payload.variables,
-            contextValue: createContext(state.caller!, randomUUID()),
+            contextValue: createContext(state.caller!, requestId, observation),
           };
         } catch (error) {
-          return [error instanceof GraphQLError ? error : failureOf(error)];
+          return refuse([error instanceof GraphQLError ? error : failureOf(error)]);
         }
       },
       onOperation(context, id, _payload, _args, result) {
@@ -288,10 +288,12 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
         const subscription = stateOf(context).subscriptions.get(id);
         if (subscription !== undefined) metrics.eventSent(subscription.field);
         if (result.errors === undefined) return undefined;
-        return { ...result, errors: render(result.errors, (args.contextValue as RequestContext).requestId) };
+        return {
+          ...result,
+          errors: pipeline.format.render(result.errors as readonly GraphQLError[], (args.contextValue as RequestContext).requestId),
+        };
       },
-      // A refusal before any context exists: the subscription's own id names it in the log and the answer.
-      onError: (_context, id, _payload, errors) => render(errors, id),
+      onError: (_context, id, _payload, errors) => pipeline.format.render(errors, refusals.get(errors) ?? id),
       onComplete: (context, id) => release(stateOf(context), id),
       onClose(context) {
         const state = stateOf(context);
@@ -302,24 +304,6 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
     websockets,
     KEEP_ALIVE_MS,
   );
-
-  /**
-   * A document parsed and validated, or why it is refused. Clients send the same few documents
-   * over and over, so a valid one is checked once and its syntax tree shared (as Apollo Server's
-   * document store does over HTTP); the cost, which depends on the variables, is checked each
-   * time. Only short valid texts are kept, so that nobody can fill the memory with made-up ones.
-   */
-  const validDocuments = new Map<string, DocumentNode>();
-  function checkedDocument(text: string): DocumentNode | readonly GraphQLError[] {
-    const known = validDocuments.get(text);
-    if (known !== undefined) return known;
-    const checked = parseAndValidate(text);
-    if ('kind' in checked && text.length <= CHECKED_DOCUMENTS.textLength) {
-      if (validDocuments.size >= CHECKED_DOCUMENTS.count) validDocuments.delete(validDocuments.keys().next().value!);
-      validDocuments.set(text, checked);
-    }
-    return checked;
-  }
 
   return {
     async close() {
@@ -333,6 +317,11 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
       clearTimeout(late);
     },
   };
+}
+
+/** The operation a valid subscription's arguments name (graphql-ws resolved it before calling `subscribe`). */
+function operationOf(document: DocumentNode, operationName: string | null | undefined): OperationDefinitionNode {
+  return getOperationAST(document, operationName)!;
 }
 
 /** The one field a (valid) subscription selects at its root, through fragments if need be. */

@@ -3,9 +3,9 @@ import { parse, print } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
+import { OPERATION_LIMITS } from '../../src/operations/limits.js';
 import { defineRoute, succeeded } from '../../src/rest/route.js';
 import { legacyRoutes } from '../../src/rest/routes.js';
-import { OPERATION_LIMITS } from '../../src/security/operation-limits.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
 import { json, postGraphql, type RawAnswer, send } from './http.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { documentIdOf } from '../../src/security/trusted-documents.js';
+import { documentIdOf } from '../../src/operations/documents.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { discoverSchema, type Discovery, schemaNames } from '../support/schema-discovery.js';
 import { postGraphql } from './http.js';

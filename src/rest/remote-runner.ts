@@ -1,12 +1,14 @@
-import { upstreamUnavailable } from '../errors.js';
-import {
-  type CallerRequest,
-  type OperationExecutor,
-  type OperationResult,
-  type OperationSession,
-  type PreparedOperation,
-  UNAUTHORIZED,
-} from './executor.js';
+import type { GraphQLFormattedError } from 'graphql';
+
+import { failureOfAnswer, internal, unauthenticated, upstreamUnavailable } from '../errors.js';
+import type { CallerRequest, CallerSession, OperationRunner, RouteOutcome } from './operation-runner.js';
+import type { PreparedOperation } from './prepared-routes.js';
+
+/** A GraphQL response as the upstream sends it. */
+interface GraphQLAnswer {
+  data?: Record<string, unknown> | null;
+  errors?: readonly GraphQLFormattedError[];
+}
 
 /**
  * Resolves when `upstream` answers a GraphQL request (`{ __typename }`, without credentials)
@@ -33,7 +35,7 @@ export async function probeUpstream(upstream: URL, timeoutMs: number): Promise<v
   }
 }
 
-function isGraphQLResponse(body: unknown): body is OperationResult {
+function isGraphQLResponse(body: unknown): body is GraphQLAnswer {
   return typeof body === 'object' && body !== null && ('data' in body || Array.isArray((body as { errors?: unknown }).errors));
 }
 
@@ -44,12 +46,12 @@ function isGraphQLResponse(body: unknown): body is OperationResult {
  * Operations are named by their document id, which the gateway trusts even where it runs
  * only trusted documents. `confirmCaller` is the operation that checks credentials alone.
  */
-export function remoteExecutor(upstream: URL, timeoutMs: number, confirmCaller: PreparedOperation): OperationExecutor {
+export function remoteRunner(upstream: URL, timeoutMs: number, confirmCaller: PreparedOperation): OperationRunner {
   async function post(
     caller: CallerRequest & { authorization: string },
     operation: PreparedOperation,
     variables: Record<string, unknown>,
-  ): Promise<OperationResult | typeof UNAUTHORIZED> {
+  ): Promise<RouteOutcome> {
     let response: Response;
     try {
       response = await fetch(upstream, {
@@ -66,14 +68,18 @@ export function remoteExecutor(upstream: URL, timeoutMs: number, confirmCaller: 
     } catch (error) {
       throw upstreamUnavailable(`upstream ${upstream.origin} did not answer`, error);
     }
-    if (response.status === 401) return UNAUTHORIZED;
+    if (response.status === 401) return { failure: unauthenticated() };
+    let body: unknown;
     try {
-      const body: unknown = await response.json();
-      if (!isGraphQLResponse(body)) throw new Error('not a GraphQL response');
-      return body;
+      body = await response.json();
     } catch (error) {
       throw upstreamUnavailable(`upstream ${upstream.origin} answered ${response.status} without a GraphQL body`, error);
     }
+    if (!isGraphQLResponse(body))
+      throw upstreamUnavailable(`upstream ${upstream.origin} answered ${response.status} without a GraphQL body`);
+    const error = body.errors?.[0];
+    if (error !== undefined) return { failure: failureOfAnswer(error) };
+    return body.data ? { data: body.data } : { failure: internal(new Error(`upstream answered ${operation.name} with no data`)) };
   }
 
   return {
@@ -82,9 +88,12 @@ export function remoteExecutor(upstream: URL, timeoutMs: number, confirmCaller: 
       // Credentials are checked upstream; a request without any is refused here without a round trip.
       if (authorization === undefined || authorization.trim() === '') return null;
       const caller = { ...request, authorization };
-      const session: OperationSession = {
+      const session: CallerSession = {
         run: (operation, variables) => post(caller, operation, variables),
-        confirmCaller: async () => (await post(caller, confirmCaller, {})) !== UNAUTHORIZED,
+        confirmCaller: async () => {
+          const outcome = await post(caller, confirmCaller, {});
+          return !('failure' in outcome && outcome.failure.kind === 'unauthenticated');
+        },
       };
       return session;
     },

@@ -1,0 +1,82 @@
+import { createHash } from 'node:crypto';
+
+import type { DocumentStore } from '@apollo/server';
+import { type DocumentNode, GraphQLError, type GraphQLSchema, parse, specifiedRules, validate } from 'graphql';
+import { LRUCache } from 'lru-cache';
+
+import { LIMIT_RULES, PARSE_OPTIONS } from './limits.js';
+
+/**
+ * Valid documents held, most recently used kept, and the total length of their texts: clients send
+ * the same few operations over and over, and each text is at most `OPERATION_LIMITS.tokens` long.
+ */
+const HELD = { documents: 1_000, textCharacters: 4 * 1024 * 1024 };
+
+/** What validation runs: graphql-js's rules and the limits. */
+export const VALIDATION_RULES = [...specifiedRules, ...LIMIT_RULES];
+
+/** A document's id: the lowercase hex SHA-256 of its text, as Apollo Server keys its document store and GraphQL Code Generator's client preset names trusted documents (`hashAlgorithm: 'sha256'`). */
+export function documentIdOf(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/**
+ * The document stage: a text parsed and validated once (with the limits), then served from one
+ * bounded cache, by every door. `/graphql` reaches it as Apollo Server's `documentStore` (Apollo
+ * parses and validates with the same options and rules on a miss, then stores the result here);
+ * the REST table and the WebSocket server through `document`.
+ */
+export class Documents {
+  private readonly valid = new LRUCache<string, DocumentNode>({
+    max: HELD.documents,
+    maxSize: HELD.textCharacters,
+    sizeCalculation: (document) => Math.max(document.loc?.end ?? 1, 1),
+  });
+
+  constructor(private readonly schema: GraphQLSchema) {}
+
+  /**
+   * The cache as Apollo Server's document store. Apollo prefixes each key with its schema's hash;
+   * this process serves one schema for its whole life, so the key is the part after the prefix,
+   * the same key the other doors use.
+   */
+  readonly store: DocumentStore = {
+    get: async (key) => this.valid.get(withoutPrefix(key)),
+    set: async (key, document) => {
+      this.valid.set(withoutPrefix(key), document);
+    },
+    delete: async (key) => this.valid.delete(withoutPrefix(key)),
+  };
+
+  /**
+   * The parsed and validated document of `text`, or why it is refused: the token limit while parsing
+   * (`GRAPHQL_PARSE_FAILED`), then every validation rule (`GRAPHQL_VALIDATION_FAILED`), as Apollo
+   * Server refuses them. `id` is `documentIdOf(text)`, for callers that know it already.
+   */
+  document(text: string, id = documentIdOf(text)): DocumentNode | readonly GraphQLError[] {
+    const known = this.valid.get(id);
+    if (known !== undefined) return known;
+    let document: DocumentNode;
+    try {
+      document = parse(text, PARSE_OPTIONS);
+    } catch (error) {
+      if (!(error instanceof GraphQLError)) throw error;
+      return [
+        new GraphQLError(error.message, { source: error.source, positions: error.positions, extensions: { code: 'GRAPHQL_PARSE_FAILED' } }),
+      ];
+    }
+    const invalid = validate(this.schema, document, VALIDATION_RULES);
+    if (invalid.length > 0) return invalid.map(validationFailure);
+    this.valid.set(id, document);
+    return document;
+  }
+}
+
+function withoutPrefix(key: string): string {
+  return key.slice(key.lastIndexOf(':') + 1);
+}
+
+/** A validation error as Apollo Server answers it: with its code (in production, the error rendering hides what it says). */
+function validationFailure(error: GraphQLError): GraphQLError {
+  return new GraphQLError(error.message, { nodes: error.nodes, extensions: { ...error.extensions, code: 'GRAPHQL_VALIDATION_FAILED' } });
+}

@@ -1,0 +1,66 @@
+import type { GraphQLError, OperationDefinitionNode } from 'graphql';
+
+import { codeOf, INTERNAL_CODE } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { type GraphQLMetrics, type OperationLabels, UNRESOLVED_OPERATION } from '../observability/graphql-metrics.js';
+import { boundedOperationName } from '../observability/request-labels.js';
+import type { ExecutorKind } from './execution.js';
+
+/** Where an operation came in. */
+export type Door = 'graphql' | 'rest' | 'websocket';
+
+/**
+ * One operation as it goes through the pipeline: started by its door, told which operation it
+ * resolved to, which executor ran it and how it ended. Every door reports the same events, so
+ * metrics and logs are alike for all of them.
+ */
+export interface Observation {
+  /** The operation's name as logs show it (bounded); undefined until resolved. */
+  readonly operationName: string | undefined;
+  resolved(operation: OperationDefinitionNode): void;
+  executed(executor: ExecutorKind): void;
+  /** The operation was answered with these errors (none: a success). Ends the observation; later calls are ignored. */
+  finished(errors: readonly GraphQLError[] | undefined): void;
+}
+
+/**
+ * The observe stage: the one place operations are counted, timed and their unexpected errors
+ * logged (with their request and operation, once), whatever the door.
+ */
+export class OperationObserver {
+  constructor(
+    private readonly metrics: GraphQLMetrics,
+    private readonly logger: Logger,
+  ) {}
+
+  start(door: Door, requestId: string): Observation {
+    const { metrics, logger } = this;
+    const startedAt = process.hrtime.bigint();
+    let operation: OperationLabels = UNRESOLVED_OPERATION;
+    let operationName: string | undefined;
+    let ended = false;
+    return {
+      get operationName() {
+        return operationName;
+      },
+      resolved(definition) {
+        operationName = boundedOperationName(definition.name?.value ?? 'anonymous');
+        operation = { name: operationName, type: definition.operation };
+      },
+      executed: (executor) => metrics.executed(executor),
+      finished(errors = []) {
+        if (ended) return;
+        ended = true;
+        const codes = errors.map(codeOf);
+        metrics.operationFinished(operation, codes, Number(process.hrtime.bigint() - startedAt) / 1e9);
+        errors.forEach((error, index) => {
+          if (codes[index] !== INTERNAL_CODE) return;
+          logger.error(
+            { err: error.originalError ?? error, requestId, door, operation: operationName },
+            'unexpected error in a GraphQL operation',
+          );
+        });
+      },
+    };
+  }
+}

@@ -1,0 +1,99 @@
+import {
+  type DocumentNode,
+  type ExecutionResult,
+  getOperationAST,
+  GraphQLError,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+} from 'graphql';
+
+import type { RequestContext } from '../context.js';
+import { badRequest, failureOf } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { GraphQLMetrics } from '../observability/graphql-metrics.js';
+import { Documents } from './documents.js';
+import { Execution } from './execution.js';
+import { ErrorFormat } from './format.js';
+import { checkOperationCost } from './limits.js';
+import { type Observation, OperationObserver } from './observer.js';
+
+/** An operation as a door hands it over: a document's text, which of its operations, with what variables. */
+export interface OperationRequest {
+  text: string;
+  /** `documentIdOf(text)`, when the door knows it already (the REST table computes it once, at start). */
+  id?: string;
+  operationName?: string | null;
+  variables?: Record<string, unknown> | null;
+  /** Known before any request (the REST table's): compiled on its first run. */
+  known?: boolean;
+}
+
+/** An operation that passed the document stage and the limits: ready to execute. */
+export interface CheckedOperation {
+  document: DocumentNode;
+  operation: OperationDefinitionNode;
+}
+
+export interface PipelineOptions {
+  schema: GraphQLSchema;
+  production: boolean;
+  metrics: GraphQLMetrics;
+  logger: Logger;
+}
+
+/**
+ * The one place that knows how a GraphQL operation runs, for every door: *document* (parse and
+ * validate once per text, one bounded cache), *limits* (depth, aliases and directives while
+ * validating; the cost once per request, from its variables), *execute* (graphql-jit compiled
+ * once, one bounded cache), *format* (errors in a GraphQL answer) and *observe* (metrics, logs).
+ *
+ * `/graphql` reaches these stages through Apollo Server's own extension points (its document
+ * store, validation rules, executor, `formatError` and a plugin: `graphql/apollo.ts`); the REST
+ * table calls `run`, and the WebSocket server `check` and `execution`, in this process.
+ */
+export class OperationPipeline {
+  readonly schema: GraphQLSchema;
+  readonly documents: Documents;
+  readonly execution: Execution;
+  readonly format: ErrorFormat;
+  readonly observer: OperationObserver;
+
+  constructor(options: PipelineOptions) {
+    this.schema = options.schema;
+    this.documents = new Documents(options.schema);
+    this.execution = new Execution(options.schema);
+    this.format = new ErrorFormat(options.production);
+    this.observer = new OperationObserver(options.metrics, options.logger);
+  }
+
+  /**
+   * The document and limit stages: the operation to run (told to `observation` as soon as it is
+   * known), or the errors refusing it before anything runs.
+   */
+  check(request: OperationRequest, observation: Observation): CheckedOperation | { errors: readonly GraphQLError[] } {
+    const document = this.documents.document(request.text, request.id);
+    if (!('kind' in document)) return { errors: document };
+    const operation = getOperationAST(document, request.operationName ?? undefined);
+    if (operation == null) return { errors: [badRequest('the document must name one operation (operationName) to run')] };
+    observation.resolved(operation);
+    try {
+      checkOperationCost(this.schema, document, operation, request.variables ?? undefined);
+    } catch (error) {
+      return { errors: [error instanceof GraphQLError ? error : failureOf(error)] };
+    }
+    return { document, operation };
+  }
+
+  /** A whole operation, observed from start to answer: for doors that hand over a request and wait for its result. */
+  async run(request: OperationRequest, context: RequestContext): Promise<ExecutionResult> {
+    const { observation } = context;
+    const checked = this.check(request, observation);
+    if ('errors' in checked) {
+      observation.finished(checked.errors);
+      return { errors: checked.errors };
+    }
+    const result = await this.execution.execute({ ...checked, context, variables: request.variables ?? undefined, known: request.known });
+    observation.finished(result.errors);
+    return result;
+  }
+}

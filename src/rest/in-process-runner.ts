@@ -1,0 +1,30 @@
+import type { Authenticator } from '../auth/authenticator.js';
+import type { CreateContext } from '../context.js';
+import { failureOfOperation, internal } from '../errors.js';
+import type { OperationPipeline } from '../operations/pipeline.js';
+import type { OperationRunner } from './operation-runner.js';
+
+/**
+ * Runs the table's operations in this process, through the same operation pipeline as `/graphql`:
+ * the same document cache, limits, executor, observation and context. A failure comes back as the
+ * failure a resolver threw (or an internal one), answered once in the endpoint's shape.
+ */
+export function inProcessRunner(pipeline: OperationPipeline, authenticator: Authenticator, createContext: CreateContext): OperationRunner {
+  return {
+    async open({ authorization, requestId }) {
+      const caller = await authenticator.authenticate(authorization);
+      if (caller === null) return null;
+      return {
+        caller,
+        confirmCaller: async () => true,
+        async run(operation, variables) {
+          const context = createContext(caller, requestId, pipeline.observer.start('rest', requestId));
+          const request = { text: operation.text, id: operation.id, operationName: operation.name, variables, known: true };
+          const { data, errors } = await pipeline.run(request, context);
+          if (errors?.[0] !== undefined) return { failure: failureOfOperation(errors[0]) };
+          return data ? { data } : { failure: internal(new Error(`operation ${operation.name} answered no data`)) };
+        },
+      };
+    },
+  };
+}
