@@ -31,11 +31,19 @@ describe('the community deployment and the SSO provider', () => {
       status: 200,
       text: '{"status":false,"error":"not available on this deployment"}',
     });
-    await graphql(gateway, 'mutation { buy(quota: 10) { ok } }', { authorization: alice });
-    await graphql(gateway, '{ giftPackage { cert } }', { authorization: alice });
+    const bought = await graphql(gateway, 'mutation { buy(quota: 10) { ok error { code message } } }', { authorization: alice });
+    expect(bought.body).toEqual({
+      data: { buy: { ok: false, error: { code: 'UNAVAILABLE', message: 'not available on this deployment' } } },
+    });
+    const gifts = await graphql(gateway, '{ giftPackage { cert } }', { authorization: alice });
+    expect(gifts.body).toMatchObject({
+      data: null,
+      errors: [{ message: 'not available on this deployment', extensions: { code: 'UNAVAILABLE' } }],
+    });
     expect(await quotaOf(gateway, alice)).toBe(12.5);
-    await new Promise((resolve) => setTimeout(resolve, 100));
 
+    // Nothing is left to call the provider later: no payment client, no settlement sweep.
+    expect(gateway.domains.billing.official).toBeUndefined();
     expect(stub.calls).toEqual([]);
     expect(stub.wallet('alice')).toBe(100);
     expect(await gateway.models.purchases.countDocuments()).toBe(0);

@@ -117,7 +117,6 @@ describe('a gateway killed between charge and credit', () => {
       const after = await startGateway();
       const restarted = { url: after.address };
       await eventually(async () => ((await quotaOf(restarted, token)) === 252.5 ? true : undefined), 15_000, 'the credit');
-      await new Promise((resolve) => setTimeout(resolve, 600)); // a few more sweeps
 
       expect(await quotaOf(restarted, token)).toBe(252.5);
       expect(stub.wallet('quinn')).toBe(25);

@@ -1,5 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-
 import type { UserRecord } from '../../src/accounts/user.model.js';
 import type { PurchaseRecord } from '../../src/billing/purchase.model.js';
 import type { Logger } from '../../src/logger.js';
@@ -106,16 +104,7 @@ export function callsTo(stub: SsoStub, path: string): number {
   return stub.calls.filter((call) => call.path === path).length;
 }
 
-/** Polls `probe` until it returns something other than undefined, failing after `timeoutMs`. */
-export async function eventually<T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
+export { eventually } from '../support/eventually.js';
 
 /** Runs `tasks` with at most `limit` at once; results in task order. */
 export async function withConcurrency<T>(limit: number, tasks: (() => Promise<T>)[]): Promise<T[]> {

@@ -3,6 +3,7 @@ import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 
 import type { Scheduler } from '../../src/http/lifecycle.js';
+import { eventually } from '../support/eventually.js';
 import { startTestGateway } from '../support/gateway.js';
 import { startTestSidecar } from '../support/sidecar.js';
 
@@ -22,7 +23,8 @@ class HeldScheduler implements Scheduler {
 
 /** Starts a POST whose body is still arriving; `finish()` sends the rest, `answer` settles with the response. */
 function slowRequest(url: string, authorization: string, firstPart: string) {
-  const outgoing = request(url, { method: 'POST', headers: { authorization, 'content-type': 'application/json' } });
+  // `Expect: 100-continue` makes the server say when it has read the headers: from then on the request is under way.
+  const outgoing = request(url, { method: 'POST', headers: { authorization, 'content-type': 'application/json', expect: '100-continue' } });
   const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
     outgoing.on('response', (response) => {
       let body = '';
@@ -31,12 +33,8 @@ function slowRequest(url: string, authorization: string, firstPart: string) {
     });
     outgoing.on('error', reject);
   });
-  outgoing.write(firstPart);
+  const started = new Promise<void>((resolve) => outgoing.once('continue', resolve)).then(() => void outgoing.write(firstPart));
   outgoing.flushHeaders();
-  // Under way: connected, and the server has had time to read the headers.
-  const started = new Promise<void>((resolve) =>
-    outgoing.once('socket', (socket) => socket.once('connect', () => setTimeout(resolve, 100))),
-  );
   return { answer, started, finish: (rest: string) => outgoing.end(rest) };
 }
 
@@ -75,8 +73,16 @@ describe.each(['gateway', 'sidecar'] as const)('stopping the %s (CONTRACT §8)',
 
       await inFlight.started;
       scheduler.release();
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+      // The port closes once the delay is over.
+      await eventually(
+        () =>
+          fetch(`${url}/healthz`).then(
+            () => undefined,
+            () => true,
+          ),
+        2_000,
+        'the port to close',
+      );
       inFlight.finish(server === 'gateway' ? ' }"}' : 'ta":5}');
       expect((await inFlight.answer).status).toBe(200);
       await stopped;

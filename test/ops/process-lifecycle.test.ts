@@ -70,10 +70,12 @@ describe('node dist/main.js with no MONGODB_URI', () => {
 
   it('on SIGTERM stops accepting, finishes the request in flight, and exits 0', async () => {
     // A request whose body is still arriving when the signal comes.
+    // `Expect: 100-continue` makes the server say when it has read the headers: from then on the request is in flight.
     const inFlight = request(`${url}/graphql`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', expect: '100-continue' },
     });
+    const headersRead = new Promise<void>((resolve) => inFlight.once('continue', resolve));
     const answered = new Promise<{ status: number; body: string }>((resolve, reject) => {
       inFlight.on('response', (response: IncomingMessage) => {
         let body = '';
@@ -82,9 +84,9 @@ describe('node dist/main.js with no MONGODB_URI', () => {
       });
       inFlight.on('error', reject);
     });
-    inFlight.write('{"query":"{ quota conversations(first: 1) ');
     inFlight.flushHeaders();
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await headersRead;
+    inFlight.write('{"query":"{ quota conversations(first: 1) ');
 
     service.child.kill('SIGTERM');
     await service.waitFor(/"msg":"stopping/);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import type { RunningSidecar } from '../../src/rest/sidecar.js';
 import { type CapturedLog, captureLog, startGatewayWithCapturedLog } from '../support/captured-log.js';
+import { eventually } from '../support/eventually.js';
 import { TEST_JWT_SECRET } from '../support/gateway.js';
 import { spawnNode } from '../support/node-process.js';
 import { startTestSidecar } from '../support/sidecar.js';
@@ -29,9 +30,9 @@ describe('the sidecar', () => {
     const response = await fetch(`${sidecar.url}/quota`, { headers: { authorization: `Bearer ${token}` } });
     expect(response.status).toBe(200);
     const requestId = response.headers.get('x-request-id');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    const here = sidecarLog.lines().find((line) => line.requestId === requestId);
-    const there = gateway.log.lines().find((line) => line.requestId === requestId);
+    // Each server writes its line once its answer is out, which may be just after the client read it.
+    const here = await eventually(() => sidecarLog.lines().find((line) => line.requestId === requestId), 2_000, 'the sidecar’s line');
+    const there = await eventually(() => gateway.log.lines().find((line) => line.requestId === requestId), 2_000, 'the gateway’s line');
     expect(here).toMatchObject({ msg: 'request', method: 'GET', route: '/quota', status: 200 });
     expect(there).toMatchObject({ msg: 'request', method: 'POST', route: '/graphql', operation: 'Quota', status: 200, userId: 5 });
   });
