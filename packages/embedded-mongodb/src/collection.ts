@@ -3,7 +3,7 @@ import { type Document, UUID } from 'bson';
 import { BTree } from './btree.js';
 import { type CollectionSettings, defaultSettings } from './collection-options.js';
 import { CommandError, ErrorCode } from './errors.js';
-import { Index, INDEX_MAX, INDEX_MIN, type IndexDefinition } from './indexes.js';
+import { Index, INDEX_MAX, INDEX_MIN, type IndexBuildStats, type IndexDefinition } from './indexes.js';
 import type { Oplog, UpdateDescription } from './oplog.js';
 import { asBuffer, documentFromElements, rawElements } from './raw-bson.js';
 import { typed } from './values.js';
@@ -216,9 +216,17 @@ export class Collection {
     return this.records.has(rid);
   }
 
-  /** Builds new indexes over the existing documents; either all are added or none. */
-  addIndexes(definitions: IndexDefinition[]): void {
+  /**
+   * Builds new indexes in one pass over the documents; either all are added or
+   * none, and with none requested no document is read. `stats` counts the build.
+   */
+  addIndexes(definitions: IndexDefinition[], stats?: IndexBuildStats): void {
+    if (definitions.length === 0) return;
     const built = definitions.map((definition) => new Index(definition));
+    if (stats) {
+      stats.total++;
+      stats.phases.scanCollection++;
+    }
     for (const [rid, raw] of this.records.entries()) {
       const doc = typed(raw);
       for (const index of built) {
@@ -235,6 +243,7 @@ export class Collection {
       }
     }
     this.indexes.push(...built);
+    if (stats) stats.phases.commit++;
   }
 
   dropIndex(name: string): void {

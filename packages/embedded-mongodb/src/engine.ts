@@ -1,5 +1,6 @@
 import { Catalog } from './catalog.js';
 import { CursorRegistry } from './cursors.js';
+import type { IndexBuildStats } from './indexes.js';
 import { type Clock, ClusterClock, Oplog } from './oplog.js';
 import { RetryableWrites } from './sessions.js';
 import { TtlMonitor } from './ttl.js';
@@ -24,6 +25,8 @@ export class Engine {
   readonly clusterClock: ClusterClock;
   readonly retryableWrites = new RetryableWrites();
   readonly ttl: TtlMonitor;
+  /** Index builds, as serverStatus reports them. */
+  readonly indexBuilds: IndexBuildStats = { total: 0, phases: { scanCollection: 0, commit: 0 } };
   /** The address clients reach this server at (host:port or socket path), set once listening. */
   address = '';
 

@@ -20,6 +20,15 @@ export class TypeBound {
 /** Index entries are `[...field values, record id]`: the record id makes every entry unique. */
 export type IndexKey = unknown[];
 
+/** serverStatus's `indexBuilds`: builds on a collection that existed before, each one pass over its documents. */
+export interface IndexBuildStats {
+  total: number;
+  phases: { scanCollection: number; commit: number };
+}
+
+/** MongoDB's verdict on a requested index against an existing one. */
+export type IndexComparison = 'different' | 'equivalent' | 'identical';
+
 export interface IndexDefinition {
   name: string;
   key: Document;
@@ -193,34 +202,54 @@ export class Index {
     );
   }
 
-  /** The entry `listIndexes` shows (the `_id` index is unique without saying so). */
+  /** The entry `listIndexes` shows. */
   describe(): Document {
-    const { name, key, unique, sparse, partialFilterExpression, expireAfterSeconds, hidden } = this.definition;
-    return {
-      v: 2,
-      key,
-      name,
-      ...(unique && name !== '_id_' ? { unique: true } : {}),
-      ...(sparse ? { sparse: true } : {}),
-      ...(partialFilterExpression ? { partialFilterExpression } : {}),
-      ...(expireAfterSeconds !== undefined ? { expireAfterSeconds } : {}),
-      ...(hidden ? { hidden: true } : {}),
-    };
+    return describeIndex(this.definition);
   }
 
-  /** Whether `other` asks for the same index (same keys and the options that change its content). */
+  /** Whether `other` has this index's key pattern, field order included. */
   sameKey(other: IndexDefinition): boolean {
     return compareValues(this.definition.key, other.key) === 0 && sameKeyOrder(this.definition.key, other.key);
   }
 
-  sameOptions(other: IndexDefinition): boolean {
-    return (
-      Boolean(this.definition.unique) === Boolean(other.unique) &&
-      Boolean(this.definition.sparse) === Boolean(other.sparse) &&
-      compareValues(this.definition.partialFilterExpression ?? null, other.partialFilterExpression ?? null) === 0 &&
-      this.definition.expireAfterSeconds === other.expireAfterSeconds
-    );
+  /**
+   * How a requested index compares with this one, as MongoDB judges it: the key
+   * and the options that set an index's content (unique, sparse,
+   * partialFilterExpression) tell indexes apart; the others (expireAfterSeconds)
+   * only tell an identical request from a conflicting one; `hidden` counts for neither.
+   */
+  compareRequest(other: IndexDefinition): IndexComparison {
+    const mine = this.definition;
+    const distinct =
+      !this.sameKey(other) ||
+      isUnique(mine) !== isUnique(other) ||
+      Boolean(mine.sparse) !== Boolean(other.sparse) ||
+      compareValues(mine.partialFilterExpression ?? null, other.partialFilterExpression ?? null) !== 0;
+    if (distinct) return 'different';
+    return mine.expireAfterSeconds === other.expireAfterSeconds ? 'identical' : 'equivalent';
   }
+}
+
+/** An index spec as `listIndexes` shows it (the `_id` index is unique without saying so). */
+export function describeIndex(definition: IndexDefinition): Document {
+  const { name, key, unique, sparse, partialFilterExpression, expireAfterSeconds, hidden } = definition;
+  return {
+    v: 2,
+    key,
+    name,
+    ...(unique && name !== '_id_' ? { unique: true } : {}),
+    ...(sparse ? { sparse: true } : {}),
+    ...(partialFilterExpression ? { partialFilterExpression } : {}),
+    ...(expireAfterSeconds !== undefined ? { expireAfterSeconds } : {}),
+    ...(hidden ? { hidden: true } : {}),
+  };
+}
+
+/** `{_id: 1}` and `{_id: -1}` are unique whether or not the spec says so. */
+function isUnique(definition: IndexDefinition): boolean {
+  const fields = Object.entries(definition.key);
+  const idPattern = fields.length === 1 && fields[0]![0] === '_id' && Math.abs(numberOf(fields[0]![1])) === 1;
+  return definition.unique === true || idPattern;
 }
 
 function sameKeyOrder(a: Document, b: Document): boolean {

@@ -1,3 +1,4 @@
+import { type Document } from 'mongodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { connect, type Connected, serverError } from './support/connect.js';
@@ -130,6 +131,55 @@ describe('index management', () => {
     expect(sameKey.code).toBe(85);
     const sameName = await serverError(t.db.command({ createIndexes: 'users', indexes: [{ key: { other: 1 }, name: 'email_1' }] }));
     expect(sameName.code).toBe(86);
+  });
+
+  const createUserIndexes = (...indexes: Document[]) => t.db.command({ createIndexes: 'users', indexes });
+  const seenAt = (name: string, expireAfterSeconds: number) => ({ key: { seenAt: 1 }, name, expireAfterSeconds });
+
+  // As MongoDB judges them: the key, unique, sparse and partialFilterExpression tell indexes apart; a TTL only conflicts.
+  it.each([
+    [
+      'the name of an index that is unique, for one that is not',
+      86,
+      'An existing index has the same name as the requested index.',
+      { key: { email: 1 }, name: 'email_1' },
+    ],
+    [
+      'the name of a TTL index, with another expireAfterSeconds',
+      85,
+      'An equivalent index already exists with the same name but different options.',
+      seenAt('seenAt_1', 120),
+    ],
+    [
+      'an existing index under another name',
+      85,
+      'Index already exists with a different name: email_1',
+      { key: { email: 1 }, name: 'other', unique: true },
+    ],
+    [
+      'a TTL index under another name and expireAfterSeconds',
+      85,
+      'An equivalent index already exists with a different name and options.',
+      seenAt('seen', 120),
+    ],
+  ])('refuses a request that takes %s with code %i', async (_, code, message, spec) => {
+    await createUserIndexes(seenAt('seenAt_1', 60));
+    const error = await serverError(createUserIndexes(spec));
+    expect(error.code).toBe(code);
+    expect(error.message).toContain(message);
+  });
+
+  it('does not compare hidden: a request that differs from an index only in it changes nothing', async () => {
+    const reply = await createUserIndexes({ key: { email: 1 }, name: 'email_1', unique: true, hidden: true });
+    expect(reply).toMatchObject({ numIndexesBefore: 2, numIndexesAfter: 2, note: 'all indexes already exist' });
+    expect((await users().listIndexes().toArray()).find((index) => index.name === 'email_1')?.hidden).toBeUndefined();
+  });
+
+  it.skipIf(process.env.MONGODB_URI)('refuses, as not supported, a second index on a key pattern that differs in unique', async () => {
+    const error = await serverError(createUserIndexes({ key: { email: 1 }, name: 'email_plain' }));
+    expect(error.code).toBe(67);
+    expect(error.message).toContain('is not supported by the embedded engine');
+    expect((await users().listIndexes().toArray()).map((index) => index.name)).toEqual(['_id_', 'email_1']);
   });
 
   it('drops indexes by name, by key and all at once, but never _id_', async () => {

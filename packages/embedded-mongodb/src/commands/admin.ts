@@ -189,6 +189,7 @@ const serverStatus: CommandHandler = (engine) => ({
   uptime: Math.floor((Date.now() - engine.startedAt) / 1000),
   uptimeMillis: Long.fromNumber(Date.now() - engine.startedAt),
   localTime: new Date(),
+  indexBuilds: engine.indexBuilds,
   ok: 1,
 });
 

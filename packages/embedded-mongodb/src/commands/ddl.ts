@@ -5,7 +5,7 @@ import { checkCollation, parseCreateOptions, parsePreImages, parseValidation } f
 import { arraySource } from '../cursors.js';
 import type { Engine } from '../engine.js';
 import { CommandError, ErrorCode, refusal } from '../errors.js';
-import { defaultIndexName, type Index, type IndexDefinition } from '../indexes.js';
+import { defaultIndexName, describeIndex, type Index, type IndexDefinition } from '../indexes.js';
 import { compileFilter } from '../matcher.js';
 import { asBuffer } from '../raw-bson.js';
 import { formatDocument, isNumber, isPlainObject, numberOf } from '../values.js';
@@ -167,28 +167,51 @@ function ttlSeconds(value: unknown): number {
   return Math.trunc(n);
 }
 
-/** Whether `definition` is already there; refuses a clash of names, keys or options like MongoDB. */
+/**
+ * Whether `definition` is already there, judged as MongoDB does: the same name
+ * must mean the same index, and an index cannot be asked for again under another name.
+ */
 function alreadyExists(indexes: Index[], definition: IndexDefinition): boolean {
+  const requested = (): string => formatDocument(describeIndex(definition));
   const sameName = indexes.find((index) => index.name === definition.name);
-  const sameKey = indexes.find((index) => index.sameKey(definition));
-  if (sameName && !sameName.sameKey(definition)) {
-    throw new CommandError(
-      ErrorCode.IndexKeySpecsConflict,
-      `An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: ${JSON.stringify(definition)}, existing index: ${JSON.stringify(sameName.describe())}`,
-    );
+  if (sameName) {
+    const comparison = sameName.compareRequest(definition);
+    if (comparison === 'different') {
+      throw new CommandError(
+        ErrorCode.IndexKeySpecsConflict,
+        `An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: ${requested()}, existing index: ${formatDocument(sameName.describe())}`,
+      );
+    }
+    if (comparison === 'equivalent') {
+      throw new CommandError(
+        ErrorCode.IndexOptionsConflict,
+        `An equivalent index already exists with the same name but different options. Requested index: ${requested()}, existing index: ${formatDocument(sameName.describe())}`,
+      );
+    }
+    return true;
   }
-  if (sameKey && !sameKey.sameOptions(definition)) {
+  const other = indexes.map((index) => ({ index, comparison: index.compareRequest(definition) })).find((o) => o.comparison !== 'different');
+  if (other?.comparison === 'equivalent') {
     throw new CommandError(
       ErrorCode.IndexOptionsConflict,
-      `An equivalent index already exists with the same name but different options. Requested index: ${JSON.stringify(definition)}, existing index: ${JSON.stringify(sameKey.describe())}`,
+      `An equivalent index already exists with a different name and options. Requested index: ${requested()}, existing index: ${formatDocument(other.index.describe())}`,
     );
   }
-  if (sameKey && sameKey.name !== definition.name) {
-    throw new CommandError(ErrorCode.IndexOptionsConflict, `Index already exists with a different name: ${sameKey.name}`);
+  if (other) {
+    throw new CommandError(ErrorCode.IndexOptionsConflict, `Index already exists with a different name: ${other.index.name}`);
   }
-  return sameKey !== undefined;
+  const sameKey = indexes.find((index) => index.sameKey(definition));
+  if (sameKey) {
+    throw refusal(
+      ErrorCode.CannotCreateIndex,
+      `A second index on the key pattern ${formatDocument(definition.key)} (existing index: ${sameKey.name})`,
+      'MongoDB allows one that differs in unique, sparse or partialFilterExpression',
+    );
+  }
+  return false;
 }
 
+/** Builds the requested indexes that do not exist yet, in one pass over the documents. */
 const createIndexes: CommandHandler = (engine, request) => {
   checkFields(request, ['createIndexes', 'indexes', 'commitQuorum', 'ignoreUnknownIndexOptions', 'isTimeseriesNamespace']);
   const specs: unknown = request.body.indexes;
@@ -201,15 +224,29 @@ const createIndexes: CommandHandler = (engine, request) => {
   const fresh = definitions.filter(
     (definition, i) => !alreadyExists(collection.indexes, definition) && definitions.findIndex((d) => d.name === definition.name) === i,
   );
-  collection.addIndexes(fresh);
+  // MongoDB counts in serverStatus the builds on a collection that existed before the command.
+  collection.addIndexes(fresh, created ? undefined : engine.indexBuilds);
+  const after = collection.indexes.length;
   return {
     numIndexesBefore: before,
-    numIndexesAfter: collection.indexes.length,
-    createdCollectionAutomatically: created,
-    ...(fresh.length === 0 ? { note: 'all indexes already exist' } : {}),
+    numIndexesAfter: after,
+    // Left out, as MongoDB does, when an existing collection already has every index: there was no build.
+    ...(created || fresh.length > 0 ? buildReply(engine, created) : {}),
+    ...existingIndexesNote(before, after, specs.length),
     ok: 1,
   };
 };
+
+/** What MongoDB adds when the command went on to build (on a replica set, the default commit quorum). */
+function buildReply(engine: Engine, created: boolean): Document {
+  return { createdCollectionAutomatically: created, ...(engine.replicaSet !== undefined ? { commitQuorum: 'votingMembers' } : {}) };
+}
+
+/** MongoDB's note when some or all of the requested indexes were already there. */
+function existingIndexesNote(before: number, after: number, requested: number): { note?: string } {
+  if (after === before) return { note: 'all indexes already exist' };
+  return after < before + requested ? { note: 'index already exists' } : {};
+}
 
 const listIndexes: CommandHandler = (engine, request) => {
   checkFields(request, ['listIndexes', 'cursor']);
