@@ -67,18 +67,24 @@ export interface RestAnswer {
   text: string;
 }
 
-/** One legacy REST call with a bare token, as the legacy web client sends it. */
-export async function rest(base: { url: string }, token: string, path: '/quota' | '/buy' | '/package', body?: string): Promise<RestAnswer> {
-  const response = await fetch(`${base.url}${path}`, {
-    method: path === '/buy' ? 'POST' : 'GET',
-    headers: { authorization: token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body,
-  });
+/** One legacy REST call with a bare token, as the legacy web client sends it, and any other `headers`. */
+export async function rest(
+  base: { url: string },
+  token: string,
+  path: '/quota' | '/buy' | '/package',
+  body?: string,
+  headers: Record<string, string> = {},
+): Promise<RestAnswer> {
+  const sent = new Headers(headers);
+  sent.set('authorization', token);
+  if (body !== undefined) sent.set('content-type', 'application/json');
+  const response = await fetch(`${base.url}${path}`, { method: path === '/buy' ? 'POST' : 'GET', headers: sent, body });
   return { status: response.status, text: await response.text() };
 }
 
-export function buy(base: { url: string }, token: string, quota: number): Promise<RestAnswer> {
-  return rest(base, token, '/buy', JSON.stringify({ quota }));
+/** `POST /buy`, with an `Idempotency-Key` header when a key is given. */
+export function buy(base: { url: string }, token: string, quota: number, idempotencyKey?: string): Promise<RestAnswer> {
+  return rest(base, token, '/buy', JSON.stringify({ quota }), idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey });
 }
 
 export async function quotaOf(base: { url: string }, token: string): Promise<number> {
