@@ -1,19 +1,17 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
-import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/logger.js';
-import { type RunningService, startService } from '../../src/service.js';
+import type { RunningService } from '../../src/service.js';
 import type { SsoStub } from '../../src/sso-stub/stub-server.js';
 import { ManualClock } from '../support/clock.js';
-import { graphql, TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
+import { graphql, type TestGateway } from '../support/gateway.js';
 import { startTestSidecar, type TestSidecar } from '../support/sidecar.js';
 import {
   buy,
   NOT_CONFIRMED,
   NOT_ENOUGH_MONEY,
-  officialEnvironment,
   purchasesOf,
   quotaOf,
+  startAnotherInstance,
   startOfficialGateway,
   startStub,
   SUCCESS,
@@ -40,18 +38,7 @@ const users = names.map((username, index) => ({ id: index + 1, username, quota: 
 const SETTLEMENT = { SETTLEMENT_BACKOFF_MAX_MS: '3600000' };
 
 /** Another gateway instance on the first one's database and clock. */
-function startInstance(): Promise<RunningService> {
-  const config = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    MONGODB_URI: first.testDatabase.uri,
-    JWT_SECRET: TEST_JWT_SECRET,
-    LOG_LEVEL: 'silent',
-    RATE_LIMIT: '0',
-    ...officialEnvironment(stub, SETTLEMENT),
-  });
-  return startService(config, createLogger(config), { clock });
-}
+const startInstance = () => startAnotherInstance(first, stub, SETTLEMENT, { clock });
 
 beforeAll(async () => {
   stub = await startStub(Object.fromEntries(names.map((name) => [name, { wallet: name === 'dan' ? 1 : 100 }])));

@@ -2,8 +2,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { UserRecord } from '../../src/accounts/user.model.js';
 import type { PurchaseRecord } from '../../src/billing/purchase.model.js';
-import type { Logger } from '../../src/logger.js';
-import type { ServiceOptions } from '../../src/service.js';
+import { loadConfig } from '../../src/config.js';
+import { createLogger, type Logger } from '../../src/logger.js';
+import { type RunningService, type ServiceOptions, startService } from '../../src/service.js';
 import { type SsoStub, type SsoStubUser, startSsoStub } from '../../src/sso-stub/stub-server.js';
 import { startTestGateway, TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
 
@@ -52,6 +53,25 @@ export function officialProcessEnvironment(
     RATE_LIMIT: '0',
     ...officialEnvironment(stub, environment),
   };
+}
+
+/** Another instance of the official deployment on `gateway`'s database (its own connection, settlement and sweep), logging nowhere. */
+export function startAnotherInstance(
+  gateway: TestGateway,
+  stub: SsoStub,
+  environment: Record<string, string> = {},
+  options: ServiceOptions = {},
+): Promise<RunningService> {
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    MONGODB_URI: gateway.testDatabase.uri,
+    JWT_SECRET: TEST_JWT_SECRET,
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT: '0',
+    ...officialEnvironment(stub, environment),
+  });
+  return startService(config, createLogger(config), options);
 }
 
 export function startOfficialGateway(
