@@ -6,6 +6,6 @@ export const billingResolvers: Resolvers = {
     giftPackage: (_, __, { billing }) => billing.giftPackage(),
   },
   Mutation: {
-    buy: (_, { quota }, { billing }) => billing.buy(quota),
+    buy: (_, { quota, idempotencyKey }, { billing }) => billing.buy(quota, idempotencyKey ?? undefined),
   },
 };

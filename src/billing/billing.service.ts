@@ -10,6 +10,8 @@ import { SsoUnavailableError } from './sso-client.js';
 
 export const MIN_PURCHASE = 1;
 export const MAX_PURCHASE = 99_999;
+/** An idempotency key: 1 to 255 visible ASCII characters (no space, no control character). */
+export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 export type BuyOutcome = Outcome<{ quota: number }>;
 
@@ -19,6 +21,8 @@ const BUY_FAILURES: Record<Exclude<BuyResult['outcome'], 'credited'>, UserError>
   'not-confirmed': userErrors.paymentNotConfirmed,
   'no-account': userErrors.noAccount,
   'not-sent': userErrors.paymentsBusy,
+  'key-reused': userErrors.idempotencyKeyReused,
+  'not-made': userErrors.paymentNotMade,
 };
 
 /**
@@ -41,18 +45,24 @@ export class BillingService {
     return credited ? unitsToPoints((await this.accounts.balance(this.userId)).units) : unitsToPoints(units);
   }
 
-  /** Success always means the points are on the balance; the life of the purchase is in `Purchases`. */
-  async buy(quota: number): Promise<BuyOutcome> {
+  /**
+   * Success always means the points are on the balance; the life of the purchase is in `Purchases`.
+   * With an idempotency key, the caller's retries within a day buy nothing more: they get the
+   * first buy's outcome.
+   */
+  async buy(quota: number, idempotencyKey?: string): Promise<BuyOutcome> {
     if (!Number.isInteger(quota) || quota < MIN_PURCHASE || quota > MAX_PURCHASE) {
       return { ok: false, error: userErrors.invalidQuota };
     }
+    if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey))
+      return { ok: false, error: userErrors.invalidIdempotencyKey };
     const official = this.official;
     if (official === undefined) return { ok: false, error: userErrors.notOnThisDeployment };
     const account = await this.accounts.billingAccount(this.userId);
     if (account === null) return { ok: false, error: userErrors.noAccount };
     if (account.pendingOrders.length > 0) await official.purchases.settleOrdersOf(account.pendingOrders);
 
-    const result = await official.purchases.buy({ userId: this.userId, username: account.username, quota });
+    const result = await official.purchases.buy({ userId: this.userId, username: account.username, quota, idempotencyKey });
     if (result.outcome === 'credited') return { ok: true, quota: unitsToPoints(result.balanceUnits) };
     return { ok: false, error: BUY_FAILURES[result.outcome] };
   }

@@ -1,8 +1,6 @@
+import { isDuplicateKey } from '../db/duplicate-key.js';
 import type { Gift } from './gift.js';
 import type { GiftGrantModel } from './gift-grant.model.js';
-
-/** MongoDB's duplicate key error. */
-const DUPLICATE_KEY = 11000;
 
 /** The only code that touches the giftGrants collection. */
 export class GiftGrantStore {
@@ -18,7 +16,7 @@ export class GiftGrantStore {
       await this.grants.create({ userId, gift, points, credited: false });
       return true;
     } catch (error) {
-      if ((error as { code?: unknown }).code !== DUPLICATE_KEY) throw error;
+      if (!isDuplicateKey(error)) throw error;
     }
     const earlier = await this.grants.findOne({ userId, gift }, { _id: 0, credited: 1 }).lean();
     return earlier?.credited === false;

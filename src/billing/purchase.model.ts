@@ -20,6 +20,12 @@ export interface PurchaseRecord {
   quota: number;
   /** Money charged: `quota / 10`. */
   amount: number;
+  /**
+   * The caller's key for this intent to buy, when the buy carried one: a retry with it within the
+   * window gets this purchase's answer instead of a new purchase. Taken off again when the key is
+   * released (the window is over, or the order was never sent).
+   */
+  idempotencyKey?: string;
   state: PurchaseState;
   declineReason?: DeclineReason;
   /** Credited after it had been declined: the provider later said it was paid. */
@@ -50,6 +56,7 @@ const purchaseSchema = new Schema<PurchaseRecord>(
     username: { type: String, required: true },
     quota: { type: Number, required: true },
     amount: { type: Number, required: true },
+    idempotencyKey: { type: String },
     state: { type: String, required: true, enum: ['opened', 'pending', 'crediting', 'credited', 'declined'] },
     declineReason: { type: String, enum: ['insufficient-funds', 'unpaid', 'never-sent', 'closed-by-operator'] },
     creditedLate: { type: Boolean },
@@ -68,6 +75,8 @@ purchaseSchema.index({ orderId: 1 }, { unique: true });
 // The sweep looks for unfinished purchases that are due; operators list them.
 purchaseSchema.index({ state: 1, nextCheckAt: 1 });
 purchaseSchema.index({ userId: 1, openedAt: -1 });
+// One purchase per caller and key, claimed by its insert; purchases without a key are not in it.
+purchaseSchema.index({ userId: 1, idempotencyKey: 1 }, { unique: true, partialFilterExpression: { idempotencyKey: { $exists: true } } });
 
 export function purchaseModel(connection: Connection): PurchaseModel {
   return connection.model<PurchaseRecord>('Purchase', purchaseSchema);

@@ -1,7 +1,8 @@
+import { isDuplicateKey } from '../db/duplicate-key.js';
 import { type DeclineReason, type PurchaseModel, type PurchaseRecord, type PurchaseState, UNFINISHED_STATES } from './purchase.model.js';
 
-/** What a purchase is worked on with: the order, who pays it and what it buys. */
-export type PurchaseTerms = Pick<PurchaseRecord, 'orderId' | 'userId' | 'username' | 'quota' | 'amount'>;
+/** What a purchase is worked on with: the order, who pays it and what it buys (and the buyer's key for it, if any). */
+export type PurchaseTerms = Pick<PurchaseRecord, 'orderId' | 'userId' | 'username' | 'quota' | 'amount' | 'idempotencyKey'>;
 
 export type PurchaseClose = { state: 'credited'; late: boolean } | { state: 'declined'; reason: DeclineReason };
 
@@ -21,9 +22,38 @@ const unfinished = { $in: UNFINISHED_STATES };
 export class PurchaseStore {
   constructor(private readonly purchases: PurchaseModel) {}
 
-  /** Records a new purchase as `opened`, leased to `owner`. */
-  async open(terms: PurchaseTerms, owner: string, now: Date, leaseUntil: Date): Promise<void> {
-    await this.purchases.create({ ...terms, state: 'opened', openedAt: now, checks: 0, nextCheckAt: leaseUntil, leaseOwner: owner });
+  /**
+   * Records a new purchase as `opened`, leased to `owner`. False, with nothing written, when its
+   * buyer's idempotency key is held by another purchase: of several inserts racing with one key,
+   * the unique index lets exactly one through.
+   */
+  async open(terms: PurchaseTerms, owner: string, now: Date, leaseUntil: Date): Promise<boolean> {
+    const { idempotencyKey, ...rest } = terms;
+    try {
+      await this.purchases.create({
+        ...rest,
+        ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+        state: 'opened',
+        openedAt: now,
+        checks: 0,
+        nextCheckAt: leaseUntil,
+        leaseOwner: owner,
+      });
+      return true;
+    } catch (error) {
+      if (idempotencyKey === undefined || !isDuplicateKey(error)) throw error;
+      return false;
+    }
+  }
+
+  /** The purchase holding a caller's idempotency key, if any. */
+  findByKey(userId: number, idempotencyKey: string): Promise<PurchaseRecord | null> {
+    return this.purchases.findOne({ userId, idempotencyKey }, { _id: 0 }).lean<PurchaseRecord>();
+  }
+
+  /** Frees the idempotency key a purchase holds, so that the next buy with it opens a purchase of its own. */
+  async releaseKey(orderId: string): Promise<void> {
+    await this.purchases.updateOne({ orderId }, { $unset: { idempotencyKey: 1 } });
   }
 
   /** `opened` → `pending`, only while `owner` still holds it; false when a sweep closed it first. */

@@ -1,11 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { AccountStore } from '../accounts/account.store.js';
 import { pointsToUnits } from '../accounts/points.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
-import type { DeclineReason, PurchaseRecord, PurchaseState } from './purchase.model.js';
+import { type DeclineReason, type PurchaseRecord, type PurchaseState, UNFINISHED_STATES } from './purchase.model.js';
 import type { PurchaseClose, PurchaseStore, PurchaseTerms } from './purchase.store.js';
 import type { PurchaseMetrics } from './purchase-metrics.js';
 import { type PaymentState, type SsoClient, SsoUnavailableError } from './sso-client.js';
@@ -20,12 +21,27 @@ const LEASE_SLACK_MS = 5_000;
 const SETTLE_WAIT_MS = 1_000;
 const SWEEP_BATCH = 100;
 const SWEEP_CONCURRENCY = 8;
+/** How long an idempotency key stands for its purchase, from the moment the purchase was opened. */
+export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** Pauses between looks at a purchase that another buy or check is working on: the first, and the longest. */
+const FIRST_LOOK_MS = 20;
+const LONGEST_LOOK_MS = 250;
+/** Purchases a buy may open for one key, should racing buys let the key go under it again and again. */
+const KEY_ATTEMPTS = 3;
 
 export interface SettlementSettings {
   /** Past this age an unfinished purchase is marked for review; it is still checked and settled. */
   horizonMs: number;
   /** The longest pause between two checks of one unfinished purchase. */
   backoffMaxMs: number;
+}
+
+/** Who buys how many points; a key makes the buy safe to retry (see `Purchases.buy`). */
+export interface Buyer {
+  userId: number;
+  username: string;
+  quota: number;
+  idempotencyKey?: string | undefined;
 }
 
 /** How a buy ended, as far as the buyer is concerned. */
@@ -36,7 +52,11 @@ export type BuyResult =
   | { outcome: 'not-confirmed' }
   | { outcome: 'no-account' }
   /** Held up before the order was sent, and closed meanwhile: nothing was or will be charged. */
-  | { outcome: 'not-sent' };
+  | { outcome: 'not-sent' }
+  /** The key stands for a purchase of another quota: nothing was bought. */
+  | { outcome: 'key-reused' }
+  /** The key's purchase was closed by an operator, the provider having never received its order: nothing was charged. */
+  | { outcome: 'not-made' };
 
 /** What an operator's recheck found: the provider's answer and the purchase's state before and after. */
 export interface Recheck {
@@ -82,6 +102,15 @@ export interface Recheck {
  *   purchase that the next pass completes, without asking the provider again.
  * Leases (`nextCheckAt` pushed past the end of the work by one atomic claim) keep instances from
  * working on the same purchase at once; they save calls, and the guarantees above do not rely on them.
+ *
+ * Why one intent to buy (a caller's idempotency key, within IDEMPOTENCY_WINDOW_MS) sends at most
+ * one order that can be charged, however often it is retried, on whichever instances:
+ * - The key is claimed by the insert that opens its purchase: a unique index on `(userId,
+ *   idempotencyKey)` lets exactly one of the buys racing with it open one. The others open
+ *   nothing and answer that purchase's outcome, by its state (`answerOf`).
+ * - A purchase lets its key go (one update) only when no order of it can ever be charged, since
+ *   it was never sent (`declined`, `never-sent`: final, as above), or once it is past the window.
+ *   Only then may a retry open a purchase of its own, which is bound by all of the above.
  */
 export class Purchases {
   private readonly leaseMs: number;
@@ -104,11 +133,26 @@ export class Purchases {
     this.leaseMs = sso.callWindowMs + LEASE_SLACK_MS;
   }
 
-  /** Records a purchase, asks the provider to charge it, and credits it when paid. */
-  async buy(buyer: { userId: number; username: string; quota: number }): Promise<BuyResult> {
-    const terms: PurchaseTerms = { orderId: randomUUID(), ...buyer, amount: buyer.quota / POINTS_PER_MONEY_UNIT };
-    const owner = this.newLeaseOwner();
-    await this.store.open(terms, owner, this.at(0), this.at(this.leaseMs));
+  /**
+   * Records a purchase, asks the provider to charge it, and credits it when paid. A buy whose
+   * idempotency key already stands for a purchase opens none: it answers that purchase's outcome,
+   * or refuses when that purchase is of another quota.
+   */
+  async buy(buyer: Buyer): Promise<BuyResult> {
+    for (let attempt = 1; attempt <= KEY_ATTEMPTS; attempt += 1) {
+      const terms: PurchaseTerms = { orderId: randomUUID(), ...buyer, amount: buyer.quota / POINTS_PER_MONEY_UNIT };
+      const owner = this.newLeaseOwner();
+      if (await this.store.open(terms, owner, this.at(0), this.at(this.leaseMs))) return this.charge(terms, owner);
+      // Only a key held by another purchase keeps one from being opened.
+      const earlier = await this.answerForKey(buyer.userId, buyer.idempotencyKey!, buyer.quota);
+      if (earlier !== undefined) return earlier;
+    }
+    // Each purchase met let the key go meanwhile, never having sent its order: nothing was charged.
+    return { outcome: 'not-sent' };
+  }
+
+  /** Sends the order of a purchase just opened and settles it by the provider's answer. */
+  private async charge(terms: PurchaseTerms, owner: string): Promise<BuyResult> {
     if (!(await this.accounts.addPendingOrder(terms.userId, terms.orderId))) {
       await this.close(terms, ['opened'], { state: 'declined', reason: 'never-sent' });
       return { outcome: 'no-account' };
@@ -136,6 +180,57 @@ export class Purchases {
     }
     const balanceUnits = (await this.creditPaid(terms)) ?? (await this.accounts.balance(terms.userId)).units;
     return { outcome: 'credited', balanceUnits };
+  }
+
+  /**
+   * What a buy answers when its key stands for another purchase: that purchase's outcome, once
+   * its fate is known or nobody is working on it any more; undefined when the key was let go,
+   * because its purchase is past the window or was never sent (so a retry may buy after all).
+   */
+  private async answerForKey(userId: number, idempotencyKey: string, quota: number): Promise<BuyResult | undefined> {
+    const holder = await this.store.findByKey(userId, idempotencyKey);
+    if (holder === null) return undefined;
+    if (holder.openedAt.getTime() <= this.clock.now() - IDEMPOTENCY_WINDOW_MS) {
+      await this.store.releaseKey(holder.orderId);
+      return undefined;
+    }
+    if (holder.quota !== quota) return { outcome: 'key-reused' };
+    const purchase = await this.awaitOutcome(holder);
+    if (purchase.declineReason === 'never-sent') {
+      await this.store.releaseKey(purchase.orderId);
+      return undefined;
+    }
+    return this.answerOf(purchase);
+  }
+
+  /**
+   * A purchase as it is once its fate is known, or once nobody holds it (pending, its fate open
+   * until the provider says), or after at most a lease's length. While its buy or a check holds
+   * it, on any instance, it is looked at again after a short pause; once that lease is over (its
+   * holder died, or its next check is due), it is worked on here, as the sweep would.
+   */
+  private async awaitOutcome(purchase: PurchaseRecord): Promise<PurchaseRecord> {
+    const giveUpAt = performance.now() + this.leaseMs;
+    let current = purchase;
+    for (let pause = FIRST_LOOK_MS; isUnfinished(current) && performance.now() < giveUpAt; pause = Math.min(2 * pause, LONGEST_LOOK_MS)) {
+      if (current.nextCheckAt !== undefined && current.nextCheckAt.getTime() <= this.clock.now()) await this.settle(current.orderId);
+      else if (current.state === 'pending' && current.leaseOwner === undefined) break;
+      else await sleep(pause);
+      current = (await this.store.find(current.orderId)) ?? current;
+    }
+    return current;
+  }
+
+  /**
+   * The answer a retry gets from the purchase its key stands for, by its state now: as its own buy
+   * answered, or, when the purchase was settled since, as its buy would have answered had the
+   * provider's answer come in time. A credited one answers the balance now, which holds its points.
+   */
+  private async answerOf(purchase: PurchaseRecord): Promise<BuyResult> {
+    if (purchase.state === 'credited') return { outcome: 'credited', balanceUnits: (await this.accounts.balance(purchase.userId)).units };
+    if (purchase.state !== 'declined') return { outcome: 'not-confirmed' };
+    // The provider refuses an order it received only for want of money; an operator closes one it never received.
+    return purchase.declineReason === 'closed-by-operator' ? { outcome: 'not-made' } : { outcome: 'insufficient-funds' };
   }
 
   /**
@@ -367,4 +462,8 @@ export class Purchases {
   private at(delayMs: number): Date {
     return new Date(this.clock.now() + delayMs);
   }
+}
+
+function isUnfinished(purchase: PurchaseRecord): boolean {
+  return (UNFINISHED_STATES as readonly PurchaseState[]).includes(purchase.state);
 }

@@ -111,8 +111,10 @@ mutation DeleteAllConversations {
   },
   {
     query: `# Buys points (1 unit of money = 10 points); official deployment only.
-mutation Buy($quota: Int!) {
-  buy(quota: $quota) {
+# Sent again with the same idempotencyKey within 24 hours, it buys nothing more
+# and answers as the first time: use a new key for each purchase you mean.
+mutation Buy($quota: Int!, $idempotencyKey: String) {
+  buy(quota: $quota, idempotencyKey: $idempotencyKey) {
     ok
     quota
     error {
@@ -122,6 +124,6 @@ mutation Buy($quota: Int!) {
   }
 }
 `,
-    variables: '{\n  "quota": 100\n}',
+    variables: '{\n  "quota": 100,\n  "idempotencyKey": "playground-purchase-1"\n}',
   },
 ];

@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import { GRAPHQL_MAX_INT as MAX_INT } from 'graphql';
 import { z } from 'zod';
 
-import { MAX_PURCHASE, MIN_PURCHASE } from '../billing/billing.service.js';
+import { IDEMPOTENCY_KEY, MAX_PURCHASE, MIN_PURCHASE } from '../billing/billing.service.js';
 import { badRequest, badUserInput, type Failure } from '../errors.js';
 import { MAX_CONVERSATION_NAME_LENGTH } from '../limits.js';
 import { userErrors } from '../shared/user-error.js';
@@ -56,22 +56,51 @@ export const purchaseBody = z.object(
   { error: NOT_AN_OBJECT },
 );
 
+/**
+ * The headers of a purchase. `Idempotency-Key` is optional; a header sent twice arrives as two
+ * values joined by ", ", which no key can be (it holds no space), so it is refused.
+ */
+export const purchaseHeaders = z
+  .object({
+    'idempotency-key': z
+      .string({ error: userErrors.invalidIdempotencyKey.message })
+      .regex(IDEMPOTENCY_KEY, { error: userErrors.invalidIdempotencyKey.message })
+      .optional()
+      .describe(
+        'Makes the buy safe to retry (a timeout, a dropped connection): 1 to 255 visible ASCII characters chosen by the ' +
+          'client, one per intent to buy, such as a UUID. The same caller sending the same key again within 24 hours buys ' +
+          'nothing more and gets the first answer (or, while that purchase is still open, "payment not confirmed yet"); the ' +
+          'same key with another `quota` is refused and nothing is bought. Without it, every request is a new purchase.',
+      ),
+  })
+  .transform(({ 'idempotency-key': idempotencyKey }) => (idempotencyKey === undefined ? {} : { idempotencyKey }));
+
+type Read<T> = { variables: T } | { failure: Failure };
+
 /** A route's variables from the request, or the failure the endpoint answers instead (HTTP 200, `status: false`). */
-export function readInput<T>(input: RouteInput<T>, request: Request): { variables: T } | { failure: Failure } {
+export function readInput<T>(input: RouteInput<T>, request: Request): Read<T> {
+  const read = readMainInput(input, request);
+  if ('failure' in read || input.headers === undefined) return read;
+  const headers = parse(input.headers, request.headers);
+  return 'failure' in headers ? headers : { variables: { ...read.variables, ...headers.variables } };
+}
+
+function readMainInput<T>(input: RouteInput<T>, request: Request): Read<T> {
   if (input.from === 'nothing') return { variables: {} as T };
+  if (input.from === 'query') return parse(input.schema, queryParameters(new URLSearchParams(request.originalUrl.split('?')[1] ?? '')));
+  const text = typeof request.body === 'string' ? request.body : '';
+  if (text.trim() === '') return { failure: badRequest(NOT_AN_OBJECT) };
   let value: unknown;
-  if (input.from === 'query') {
-    value = queryParameters(new URLSearchParams(request.originalUrl.split('?')[1] ?? ''));
-  } else {
-    const text = typeof request.body === 'string' ? request.body : '';
-    if (text.trim() === '') return { failure: badRequest(NOT_AN_OBJECT) };
-    try {
-      value = JSON.parse(text);
-    } catch {
-      return { failure: badRequest('request body is not valid JSON') };
-    }
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { failure: badRequest('request body is not valid JSON') };
   }
-  const parsed = input.schema.safeParse(value);
+  return parse(input.schema, value);
+}
+
+function parse<T>(schema: z.ZodType<T>, value: unknown): Read<T> {
+  const parsed = schema.safeParse(value);
   return parsed.success ? { variables: parsed.data } : { failure: badUserInput(parsed.error.issues[0]!.message) };
 }
 

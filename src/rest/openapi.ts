@@ -51,19 +51,26 @@ function failureResponse(
   };
 }
 
-function queryParameters(route: RestRoute): object[] {
-  if (route.input.from !== 'query') return [];
-  const { properties = {}, required = [] } = jsonSchema(route.input.schema, 'input') as {
-    properties?: Record<string, JsonSchema>;
-    required?: string[];
-  };
-  return Object.entries(properties).map(([name, { description, ...schema }]) => ({
-    name,
-    in: 'query',
-    required: required.includes(name),
-    description,
-    schema,
-  }));
+/** The parameters a route reads from the query string and from headers, from the schemas that read them. */
+function parameters(route: RestRoute): object[] {
+  const sources = [
+    ['query', route.input.from === 'query' ? route.input.schema : undefined],
+    ['header', route.input.headers],
+  ] as const;
+  return sources.flatMap(([location, source]) => {
+    if (source === undefined) return [];
+    const { properties = {}, required = [] } = jsonSchema(source, 'input') as {
+      properties?: Record<string, JsonSchema>;
+      required?: string[];
+    };
+    return Object.entries(properties).map(([name, { description, ...schema }]) => ({
+      name,
+      in: location,
+      required: required.includes(name),
+      description,
+      schema,
+    }));
+  });
 }
 
 /**
@@ -82,7 +89,7 @@ export function openApiDocument(routes: readonly RestRoute[], version: string, b
         operationId: route.path.slice(1).replace(/\/(\w)/g, (_, letter: string) => letter.toUpperCase()),
         summary: route.summary,
         security: [{ bearer: [] }, { apiKey: [] }],
-        parameters: queryParameters(route),
+        parameters: parameters(route),
         ...(route.input.from === 'json-body' && {
           requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.input.schema, 'input') } } },
         }),

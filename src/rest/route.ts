@@ -8,11 +8,19 @@ import type { FailureField } from '../errors.js';
  * parses requests and describes them in the OpenAPI document. A schema's `error` texts are the
  * legacy API's sentences for bad input.
  */
-export type RouteInput<TVariables> =
+export type RouteInput<TVariables> = (
   | { from: 'nothing' }
   /** Each parameter is a string, or an array when it was given more than once or in brackets (`id[]=1`). */
   | { from: 'query'; schema: z.ZodType<TVariables, Record<string, string | string[]>> }
-  | { from: 'json-body'; schema: z.ZodType<TVariables> };
+  | { from: 'json-body'; schema: z.ZodType<TVariables> }
+) & {
+  /**
+   * Variables taken from request headers besides: the schema reads the headers by their names in
+   * lower case, as Node gives them (a header sent twice arrives once, its values joined by ", "),
+   * and answers those variables. The OpenAPI document lists each of its properties as a header.
+   */
+  headers?: z.ZodType<Partial<TVariables>, Record<string, string | string[] | undefined>>;
+};
 
 /** One legacy endpoint: the GraphQL operation it runs, how to get its variables, how to shape its answer. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the table holds routes of different operations (see defineRoute).
@@ -27,7 +35,7 @@ export interface RestRoute<TResult = any, TVariables = any, TBody = any> {
    */
   changesData?: true;
   failureField: FailureField;
-  input: RouteInput<TVariables>;
+  input: RouteInput<NoInfer<TVariables>>;
   /** Every body the endpoint answers with HTTP 200, success or reported failure; the OpenAPI document shows it. */
   answers: z.ZodType<TBody>;
   /** The legacy body for the operation's data, typed by `answers`. */

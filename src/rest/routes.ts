@@ -13,7 +13,7 @@ import {
   QuotaDocument,
   RenameConversationDocument,
 } from './generated/operations.js';
-import { conversationIdQuery, purchaseBody, renameBody } from './inputs.js';
+import { conversationIdQuery, purchaseBody, purchaseHeaders, renameBody } from './inputs.js';
 import { defineRoute, failed, failureBody, type RestRoute, succeeded } from './route.js';
 
 const message = z.object({ role: z.string(), content: z.string() });
@@ -128,7 +128,7 @@ export const legacyRoutes: RestRoute[] = [
     summary: 'Buy points, paid from the wallet at the SSO provider (official deployment only)',
     operation: BuyDocument,
     failureField: 'error',
-    input: { from: 'json-body', schema: purchaseBody },
+    input: { from: 'json-body', schema: purchaseBody, headers: purchaseHeaders },
     answers: z.union([z.object({ status: z.literal(true), error: z.literal('success') }), failureBody('error')]),
     respond: ({ buy: { ok, error } }) => (ok ? succeeded({ error: 'success' }) : failed('error', error!.message)),
   }),

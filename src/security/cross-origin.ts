@@ -4,8 +4,9 @@ import type { RequestHandler } from 'express';
 /** Methods the API is called with; GET, HEAD and POST need no permission, but a preflight may still ask. */
 const METHODS = ['GET', 'POST'];
 /**
- * Request headers a page may send: credentials, the JSON content type, and what GraphQL clients
- * add (Apollo Client's CSRF header and client awareness, an id to follow a request through the logs).
+ * Request headers a page may send: credentials, the JSON content type, what GraphQL clients add
+ * (Apollo Client's CSRF header and client awareness, an id to follow a request through the logs),
+ * and the key that makes a buy safe to retry.
  * `Authorization` must be named: a wildcard would not cover it.
  */
 const REQUEST_HEADERS = [
@@ -16,6 +17,7 @@ const REQUEST_HEADERS = [
   'Apollographql-Client-Name',
   'Apollographql-Client-Version',
   'X-Request-Id',
+  'Idempotency-Key',
 ];
 /** Response headers a page may read besides the safelisted ones: what it needs to retry, re-authenticate or report. */
 const EXPOSED_HEADERS = ['Retry-After', 'WWW-Authenticate', 'Allow', 'X-Request-Id'];

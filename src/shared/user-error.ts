@@ -16,6 +16,9 @@ export const userErrors = {
   paymentNotConfirmed: { code: 'UNAVAILABLE', message: 'payment not confirmed yet: the points are added if the payment goes through' },
   noAccount: { code: 'UNAVAILABLE', message: 'no account for this user' },
   paymentsBusy: { code: 'UNAVAILABLE', message: 'payments are busy, nothing was charged, try again later' },
+  paymentNotMade: { code: 'UNAVAILABLE', message: 'payment not made: the provider never received it, nothing was charged' },
+  invalidIdempotencyKey: { code: 'INVALID_INPUT', message: 'invalid idempotency key (1 ~ 255 visible ASCII characters)' },
+  idempotencyKeyReused: { code: 'INVALID_INPUT', message: 'idempotency key already used for another quota, nothing was bought' },
 } as const satisfies Record<string, UserError>;
 
 /** The result of a command whose failures are expected outcomes. */

@@ -14,7 +14,7 @@ import { connectDatabase } from '../../src/db/database.js';
 import { withDatabaseName } from '../../src/db/uri.js';
 import { createLogger } from '../../src/logger.js';
 import { loadSeed } from '../../src/seed/seed-file.js';
-import { type SsoStub, type SsoStubFaults, startSsoStub } from '../../src/sso-stub/stub-server.js';
+import { type SsoStub, type SsoStubCharge, type SsoStubFaults, startSsoStub } from '../../src/sso-stub/stub-server.js';
 import { runCommand } from '../support/command.js';
 import { type EmbeddedDbProcess, startEmbeddedDbProcess } from '../support/embedded-db-process.js';
 import { TEST_JWT_SECRET } from '../support/gateway.js';
@@ -27,7 +27,9 @@ import { eventually, NOT_CONFIRMED, NOT_ENOUGH_MONEY, officialProcessEnvironment
  * answers, answers late and stalls (acts on payments 10–20 s after receiving them, answering
  * `unknown` meanwhile), while gateways are SIGKILLed and restarted under hundreds of buys, valid
  * and not, and gift claims. Once all heals, every user's balance must be exactly the seed, plus
- * 10 points per unit of money the provider took, plus the gifts credited.
+ * 10 points per unit of money the provider took, plus the gifts credited. Half the buys carry an
+ * idempotency key, and their clients send them again with the same key when cut off (a killed
+ * gateway, or their own patience running out): no intent to buy is ever charged twice.
  *
  * The suite runs one fixed seed; CHAOS_SEED=<n> runs another (CHAOS_SEED=random picks one, and
  * prints it). The schedule of requests, faults and kills follows from the seed (the interleavings
@@ -43,16 +45,26 @@ const USERS = 10;
 const UNKNOWN_ANSWER = 'the provider answered unknown';
 /** Never bought validly: its string form is one of the invalid bodies, and must never reach the provider. */
 const RESERVED_QUOTA = 77;
-const INVALID_BODIES = [
-  '{"quota":0}',
-  '{"quota":-5}',
-  '{"quota":100000}',
-  '{"quota":1.5}',
-  `{"quota":"${RESERVED_QUOTA}"}`,
-  '{"quota":null}',
-  '{}',
-  'not json',
+const INVALID_BUYS: { body: string; idempotencyKey?: string }[] = [
+  ...[
+    '{"quota":0}',
+    '{"quota":-5}',
+    '{"quota":100000}',
+    '{"quota":1.5}',
+    `{"quota":"${RESERVED_QUOTA}"}`,
+    '{"quota":null}',
+    '{}',
+    'not json',
+  ].map((body) => ({ body })),
+  ...['', 'not a key', 'x'.repeat(256)].map((idempotencyKey) => ({ body: `{"quota":${RESERVED_QUOTA}}`, idempotencyKey })),
 ];
+/** The share of valid buys sent with an idempotency key; a cut-off one is sent again with it, up to KEYED_RETRIES times. */
+const KEYED_SHARE = 0.5;
+const KEYED_RETRIES = 3;
+/** The share of keyed buys whose client gives up on the first attempt after 150–700 ms, while the gateway may still be at work. */
+const IMPATIENT_SHARE = 0.4;
+/** How long a client waits for an answer otherwise. */
+const PATIENCE_MS = 15_000;
 
 /** Short enough for the test to heal quickly, as an operator might set them for a fast provider. */
 const SETTLEMENT_ENVIRONMENT = {
@@ -76,9 +88,19 @@ interface Person {
 
 type Answer = { kind: 'answered'; status: number; text: string } | { kind: 'cut-off' };
 
+/** One intent to buy: a person's quota, asked for once; with a key, attempted until answered or out of retries. */
+interface ValidBuy {
+  person: Person;
+  quota: number;
+  idempotencyKey: string | undefined;
+  /** Every attempt's answer, in order; the last is what the client was finally told. */
+  answers: Answer[];
+  impatient: boolean;
+}
+
 interface Tally {
-  validBuys: { person: Person; quota: number; answer: Answer }[];
-  invalidBuys: { body: string; answer: Answer }[];
+  validBuys: ValidBuy[];
+  invalidBuys: { body: string; idempotencyKey?: string; answer: Answer }[];
   giftClaims: number;
   balanceReads: number;
   kills: number;
@@ -128,14 +150,24 @@ class GatewayProcess {
   }
 }
 
-async function request(url: string | undefined, token: string, path: '/buy' | '/package' | '/quota', body?: string): Promise<Answer> {
+async function request(
+  url: string | undefined,
+  token: string,
+  path: '/buy' | '/package' | '/quota',
+  body?: string,
+  { idempotencyKey, timeoutMs = PATIENCE_MS }: { idempotencyKey?: string | undefined; timeoutMs?: number } = {},
+): Promise<Answer> {
   if (url === undefined) return { kind: 'cut-off' };
   try {
     const response = await fetch(`${url}${path}`, {
       method: body === undefined ? 'GET' : 'POST',
-      headers: { authorization: token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: token,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }),
+      },
       body,
-      signal: AbortSignal.timeout(15_000),
+      signal: AbortSignal.timeout(timeoutMs),
     });
     return { kind: 'answered', status: response.status, text: await response.text() };
   } catch {
@@ -269,6 +301,22 @@ async function runTraffic(world: World): Promise<Tally> {
   /** Waits `ms`, or less when the traffic ends sooner. */
   const pause = (ms: number) => sleep(Math.max(0, Math.min(ms, trafficEnds - performance.now())));
 
+  // One intent to buy; with a key, sent again with it after a cut-off, to whichever gateway is up then.
+  const buyValidly = async (person: Person, quota: number, url: string | undefined, stream: () => number) => {
+    const idempotencyKey = stream() < KEYED_SHARE ? `${person.username}/${quota}` : undefined;
+    const impatient = idempotencyKey !== undefined && stream() < IMPATIENT_SHARE;
+    const buy: ValidBuy = { person, quota, idempotencyKey, answers: [], impatient };
+    tally.validBuys.push(buy);
+    let timeoutMs = impatient ? between(stream, 150, 700) : PATIENCE_MS;
+    for (let target = url; ; target = world.anyGateway(stream)) {
+      const answer = await request(target, person.token, '/buy', JSON.stringify({ quota }), { idempotencyKey, timeoutMs });
+      buy.answers.push(answer);
+      if (idempotencyKey === undefined || answer.kind === 'answered' || buy.answers.length > KEYED_RETRIES || !running()) return;
+      await sleep(between(stream, 50, 300));
+      timeoutMs = PATIENCE_MS;
+    }
+  };
+
   // Buys valid and not, gift claims and balance reads, against whichever gateway is up.
   const client = async (stream: () => number) => {
     while (running()) {
@@ -280,10 +328,10 @@ async function runTraffic(world: World): Promise<Tally> {
         do quota = 1 + Math.floor(stream() * 400);
         while (quota === RESERVED_QUOTA || person.quotas.has(quota));
         person.quotas.add(quota);
-        tally.validBuys.push({ person, quota, answer: await request(url, person.token, '/buy', JSON.stringify({ quota })) });
+        await buyValidly(person, quota, url, stream);
       } else if (roll < 0.7) {
-        const body = INVALID_BODIES[Math.floor(stream() * INVALID_BODIES.length)]!;
-        tally.invalidBuys.push({ body, answer: await request(url, person.token, '/buy', body) });
+        const invalid = INVALID_BUYS[Math.floor(stream() * INVALID_BUYS.length)]!;
+        tally.invalidBuys.push({ ...invalid, answer: await request(url, person.token, '/buy', invalid.body, invalid) });
       } else if (roll < 0.85) {
         tally.giftClaims += 1;
         await request(url, person.token, '/package');
@@ -396,7 +444,7 @@ async function verify(world: World, tally: Tally): Promise<string[]> {
   }
 
   // What the gateways did: credited exactly the charged orders; open only orders the provider does not know.
-  expect(all.length).toBeLessThanOrEqual(tally.validBuys.length);
+  const intentFigures = verifyIntents(tally, all, charges);
   expect(all.filter((purchase) => purchase.state === 'opened' || purchase.state === 'crediting')).toEqual([]);
   const open = all.filter((purchase) => purchase.state === 'pending');
   expect(open.filter((purchase) => stub.paymentState(purchase.orderId) !== 'unknown')).toEqual([]);
@@ -409,20 +457,13 @@ async function verify(world: World, tally: Tally): Promise<string[]> {
     const { user, amount } = charged.get(purchase.orderId)!;
     expect({ user, amount }).toEqual({ user: purchase.username, amount: purchase.amount });
   }
-  // What the buyers were told: success means credited, "not enough money" means declined, invalid means refused.
-  const purchaseOf = new Map(all.map((purchase) => [`${purchase.userId}/${purchase.quota}`, purchase]));
-  const told = (text: string) => tally.validBuys.filter(({ answer }) => answer.kind === 'answered' && answer.text === text);
-  for (const { person, quota } of told(SUCCESS)) {
-    expect(purchaseOf.get(`${person.id}/${quota}`)?.state, `success for ${person.username} ${quota}`).toBe('credited');
-  }
-  for (const { person, quota } of told(NOT_ENOUGH_MONEY)) {
-    expect(purchaseOf.get(`${person.id}/${quota}`), `not enough money for ${person.username} ${quota}`).toMatchObject({
-      state: 'declined',
-      declineReason: 'insufficient-funds',
+  // Invalid buys were refused; those with a bad key, for their key.
+  for (const { body, idempotencyKey, answer } of tally.invalidBuys) {
+    if (answer.kind !== 'answered') continue;
+    expect(JSON.parse(answer.text), `${body} ${idempotencyKey}`).toMatchObject({
+      status: false,
+      ...(idempotencyKey === undefined ? {} : { error: expect.stringMatching(/^invalid idempotency key/) }),
     });
-  }
-  for (const { body, answer } of tally.invalidBuys) {
-    if (answer.kind === 'answered') expect(JSON.parse(answer.text), body).toMatchObject({ status: false });
   }
 
   // Every user's balance: the seed, 10 points per unit of money taken, and the gifts credited.
@@ -465,16 +506,93 @@ async function verify(world: World, tally: Tally): Promise<string[]> {
   expect(tally.pendingDuringStall).toMatch(/unsettled purchase/);
 
   const points = chargedCentsInAll / 10;
+  const told = (text: string) => tally.validBuys.filter((buy) => lastAnswer(buy).kind === 'answered' && textOf(lastAnswer(buy)) === text);
   return [
     `chaos seed ${SEED}: ${tally.validBuys.length} valid buys (${told(SUCCESS).length} success, ` +
       `${told(NOT_ENOUGH_MONEY).length} not enough money, ${told(NOT_CONFIRMED).length} not confirmed, ` +
-      `${tally.validBuys.filter(({ answer }) => answer.kind === 'cut-off').length} cut off), ` +
+      `${tally.validBuys.filter((buy) => lastAnswer(buy).kind === 'cut-off').length} cut off), ` +
       `${tally.invalidBuys.length} invalid buys, ${tally.giftClaims} gift claims, ${tally.balanceReads} balance reads`,
     `  ${tally.kills} gateway kills, ${tally.stallEpisodes} stalls (${tally.stalledPayments} payment requests acted on 10–20 s late), ` +
       `${review.length} purchases flagged for review (${reviewLogs.length} error lines)`,
     `  ${charges.length} paid orders = ${credited.length} credited purchases, ` +
       `${points} points credited = 10 × ${points / 10} money charged, exactly; ` +
       `${grants.length} gifts; ${open.length} purchases left pending, their orders unknown to the provider`,
+    ...intentFigures,
+  ];
+}
+
+function lastAnswer(buy: ValidBuy): Answer {
+  return buy.answers.at(-1)!;
+}
+
+function textOf(answer: Answer): string | undefined {
+  return answer.kind === 'answered' ? answer.text : undefined;
+}
+
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) groups.set(keyOf(item), [...(groups.get(keyOf(item)) ?? []), item]);
+  return groups;
+}
+
+/**
+ * Each intent to buy (a person's quota: one request, or one key however often it was sent) sent
+ * at most one order that could be charged, holding the intent's key, and was charged at most once;
+ * every answer its client got agrees with that purchase. Answers the figures of the keyed buys.
+ */
+function verifyIntents(tally: Tally, all: PurchaseRecord[], charges: SsoStubCharge[]): string[] {
+  const intents = new Map(tally.validBuys.map((buy) => [`${buy.person.id}/${buy.quota}`, buy]));
+  // A purchase declined as never sent had no order at the provider, and let its key go.
+  const sent = groupBy(
+    all.filter((purchase) => purchase.declineReason !== 'never-sent'),
+    (purchase) => `${purchase.userId}/${purchase.quota}`,
+  );
+  for (const [intent, purchases] of sent) {
+    expect(intents.has(intent), `a purchase for ${intent}, never asked for`).toBe(true);
+    expect(
+      purchases.map((purchase) => purchase.orderId),
+      `orders sent for ${intent}`,
+    ).toHaveLength(1);
+    expect(purchases[0]!.idempotencyKey, `the key of ${intent}`).toBe(intents.get(intent)?.idempotencyKey);
+  }
+  const chargedIntents = groupBy(charges, (charge) => `${charge.user}/${Math.round(charge.amount * 10)}`);
+  for (const [intent, charged] of chargedIntents) {
+    expect(
+      charged.map((charge) => charge.order),
+      `charges for ${intent}`,
+    ).toHaveLength(1);
+  }
+
+  for (const { person, quota, idempotencyKey, answers } of tally.validBuys) {
+    const purchase = sent.get(`${person.id}/${quota}`)?.[0];
+    const what = `${person.username} ${quota} (${answers.length} attempts)`;
+    for (const text of answers.map(textOf)) {
+      if (text === SUCCESS) expect(purchase?.state, `success for ${what}`).toBe('credited');
+      // A retry may answer a purchase declined since by the status check: the provider refused the money then.
+      if (text === NOT_ENOUGH_MONEY) {
+        expect(purchase, `not enough money for ${what}`).toMatchObject({
+          state: 'declined',
+          declineReason: idempotencyKey === undefined ? 'insufficient-funds' : expect.stringMatching(/^(insufficient-funds|unpaid)$/),
+        });
+      }
+      expect(text ?? '', what).not.toMatch(/idempotency key/);
+    }
+  }
+
+  const keyed = tally.validBuys.filter((buy) => buy.idempotencyKey !== undefined);
+  const retried = keyed.filter((buy) => buy.answers.length > 1);
+  const sentAgain = retried.reduce((sum, buy) => sum + buy.answers.length - 1, 0);
+  const neverSent = new Set(
+    all.filter((purchase) => purchase.declineReason === 'never-sent').map((purchase) => `${purchase.userId}/${purchase.quota}`),
+  );
+  const boughtAfresh = retried.filter((buy) => neverSent.has(`${buy.person.id}/${buy.quota}`) && sent.has(`${buy.person.id}/${buy.quota}`));
+  return [
+    `  ${keyed.length} buys with a key (${keyed.filter((buy) => buy.impatient).length} with an impatient first attempt), ` +
+      `${retried.length} sent again with it after a cut-off (${sentAgain} retries; in the end ` +
+      `${retried.filter((buy) => textOf(lastAnswer(buy)) === SUCCESS).length} success, ` +
+      `${retried.filter((buy) => lastAnswer(buy).kind === 'cut-off').length} still cut off, ` +
+      `${boughtAfresh.length} bought afresh after a first purchase cut off before sending its order); ` +
+      `${chargedIntents.size} intents charged, none twice`,
   ];
 }
 

@@ -1,7 +1,8 @@
 import type { UserRecord } from '../../src/accounts/user.model.js';
 import type { PurchaseRecord } from '../../src/billing/purchase.model.js';
-import type { Logger } from '../../src/logger.js';
-import type { ServiceOptions } from '../../src/service.js';
+import { loadConfig } from '../../src/config.js';
+import { createLogger, type Logger } from '../../src/logger.js';
+import { type RunningService, type ServiceOptions, startService } from '../../src/service.js';
 import { type SsoStub, type SsoStubUser, startSsoStub } from '../../src/sso-stub/stub-server.js';
 import { startTestGateway, TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
 
@@ -52,6 +53,25 @@ export function officialProcessEnvironment(
   };
 }
 
+/** Another instance of the official deployment on `gateway`'s database (its own connection, settlement and sweep), logging nowhere. */
+export function startAnotherInstance(
+  gateway: TestGateway,
+  stub: SsoStub,
+  environment: Record<string, string> = {},
+  options: ServiceOptions = {},
+): Promise<RunningService> {
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    MONGODB_URI: gateway.testDatabase.uri,
+    JWT_SECRET: TEST_JWT_SECRET,
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT: '0',
+    ...officialEnvironment(stub, environment),
+  });
+  return startService(config, createLogger(config), options);
+}
+
 export function startOfficialGateway(
   stub: SsoStub,
   environment: Record<string, string> = {},
@@ -65,18 +85,24 @@ export interface RestAnswer {
   text: string;
 }
 
-/** One legacy REST call with a bare token, as the legacy web client sends it. */
-export async function rest(base: { url: string }, token: string, path: '/quota' | '/buy' | '/package', body?: string): Promise<RestAnswer> {
-  const response = await fetch(`${base.url}${path}`, {
-    method: path === '/buy' ? 'POST' : 'GET',
-    headers: { authorization: token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body,
-  });
+/** One legacy REST call with a bare token, as the legacy web client sends it, and any other `headers`. */
+export async function rest(
+  base: { url: string },
+  token: string,
+  path: '/quota' | '/buy' | '/package',
+  body?: string,
+  headers: Record<string, string> = {},
+): Promise<RestAnswer> {
+  const sent = new Headers(headers);
+  sent.set('authorization', token);
+  if (body !== undefined) sent.set('content-type', 'application/json');
+  const response = await fetch(`${base.url}${path}`, { method: path === '/buy' ? 'POST' : 'GET', headers: sent, body });
   return { status: response.status, text: await response.text() };
 }
 
-export function buy(base: { url: string }, token: string, quota: number): Promise<RestAnswer> {
-  return rest(base, token, '/buy', JSON.stringify({ quota }));
+/** `POST /buy`, with an `Idempotency-Key` header when a key is given. */
+export function buy(base: { url: string }, token: string, quota: number, idempotencyKey?: string): Promise<RestAnswer> {
+  return rest(base, token, '/buy', JSON.stringify({ quota }), idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey });
 }
 
 export async function quotaOf(base: { url: string }, token: string): Promise<number> {

@@ -1,20 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { loadConfig } from '../../src/config.js';
-import { createLogger } from '../../src/logger.js';
-import { type RunningService, startService } from '../../src/service.js';
+import type { RunningService } from '../../src/service.js';
 import type { SsoStub } from '../../src/sso-stub/stub-server.js';
 import { ManualClock } from '../support/clock.js';
-import { TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
+import type { TestGateway } from '../support/gateway.js';
 import {
   buy,
   callsTo,
   NOT_CONFIRMED,
   NOT_ENOUGH_MONEY,
-  officialEnvironment,
   purchasesOf,
   quotaOf,
   rest,
+  startAnotherInstance,
   startOfficialGateway,
   startStub,
   SUCCESS,
@@ -38,16 +36,7 @@ beforeAll(async () => {
   });
   const environment = { SETTLEMENT_INTERVAL_MS: '50' };
   first = await startOfficialGateway(stub, environment, { clock });
-  const config = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    MONGODB_URI: first.testDatabase.uri,
-    JWT_SECRET: TEST_JWT_SECRET,
-    LOG_LEVEL: 'silent',
-    RATE_LIMIT: '0',
-    ...officialEnvironment(stub, environment),
-  });
-  second = await startService(config, createLogger(config), { clock });
+  second = await startAnotherInstance(first, stub, environment, { clock });
   await first.seed({
     users: [
       { id: 1, username: 'anna', quota: 0.25 },

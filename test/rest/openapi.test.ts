@@ -65,6 +65,9 @@ describe('GET /openapi.json', () => {
     expect(document.paths['/conversation/rename'].post.requestBody.content['application/json'].schema.required).toEqual(['id', 'name']);
     expect(document.paths['/conversation/load'].get.parameters[0]).toMatchObject({ name: 'id', in: 'query', required: true });
     expect(document.paths['/buy'].post.requestBody.content['application/json'].schema.required).toEqual(['quota']);
+    expect(document.paths['/buy'].post.parameters).toEqual([
+      expect.objectContaining({ name: 'idempotency-key', in: 'header', required: false, description: expect.stringContaining('retry') }),
+    ]);
   });
 
   for (const [method, path, body, authorized = true] of requests) {
@@ -143,7 +146,7 @@ describe('GET /openapi.json', () => {
     await expectDescribed(response, 'GET', '/conversation/load?id=77');
   });
 
-  const inputs: [path: string, method: string, body?: string][] = [
+  const inputs: [path: string, method: string, body?: string, headers?: Record<string, string>][] = [
     ['/conversation/load?id=1', 'GET'],
     ['/conversation/load?id=x', 'GET'],
     ['/conversation/load?id=01', 'GET'],
@@ -152,6 +155,12 @@ describe('GET /openapi.json', () => {
     ['/buy', 'POST', '{"quota":0}'],
     ['/buy', 'POST', '{"quota":"ten"}'],
     ['/buy', 'POST', '[]'],
+    ['/buy', 'POST', '{"quota":10}', { 'idempotency-key': '3f0e6c1a-5b7d-4e2a-9c4f-8d1b2a6e7f90' }],
+    ['/buy', 'POST', '{"quota":10}', { 'idempotency-key': `!${'~'.repeat(254)}` }],
+    ['/buy', 'POST', '{"quota":10}', { 'idempotency-key': 'x'.repeat(256) }],
+    ['/buy', 'POST', '{"quota":10}', { 'idempotency-key': '' }],
+    ['/buy', 'POST', '{"quota":10}', { 'idempotency-key': 'two words' }],
+    ['/buy', 'POST', '{"quota":10}', { 'idempotency-key': 'caf\u00e9' }],
     ['/conversation/rename', 'POST', '{"id":2,"name":"Two, renamed"}'],
     ['/conversation/rename', 'POST', '{"id":2,"name":"Two","note":"ignored"}'],
     ['/conversation/rename', 'POST', '{"id":2,"name":""}'],
@@ -161,23 +170,30 @@ describe('GET /openapi.json', () => {
     ['/conversation/rename', 'POST', '{"id":-2,"name":"Two"}'],
     ['/conversation/rename', 'POST', '{"id":2}'],
   ];
-  const refusedInput = ['invalid id', 'invalid name', 'invalid quota range (1 ~ 99999)', 'request body must be a JSON object'];
-  for (const [path, method, body] of inputs) {
-    it(`accepts in the document exactly what the server accepts: ${method} ${path}${body ? ` ${body}` : ''}`, async () => {
-      const response = await fetch(`${gateway.url}${path}`, { method, headers: { authorization: `Bearer ${token}` }, body });
+  const refusedInput = [
+    'invalid id',
+    'invalid name',
+    'invalid quota range (1 ~ 99999)',
+    'request body must be a JSON object',
+    'invalid idempotency key (1 ~ 255 visible ASCII characters)',
+  ];
+  for (const [path, method, body, headers = {}] of inputs) {
+    const sent = Object.entries(headers).map(([name, value]) => ` ${name}: ${JSON.stringify(value).slice(0, 40)}`);
+    it(`accepts in the document exactly what the server accepts: ${method} ${path}${body ? ` ${body}` : ''}${sent.join('')}`, async () => {
+      const response = await fetch(`${gateway.url}${path}`, { method, headers: { ...headers, authorization: `Bearer ${token}` }, body });
       const answer = (await response.json()) as { message?: string; error?: string };
       const accepted = !refusedInput.includes(answer.message ?? answer.error ?? '');
       const operation = document.paths[path.split('?')[0]!][method.toLowerCase()];
       const ajv = new Ajv2020({ strict: false });
-      if (body === undefined) {
-        const query = new URLSearchParams(path.split('?')[1]);
-        const documented = operation.parameters.every((parameter: any) =>
-          query.has(parameter.name) ? ajv.compile(parameter.schema)(query.get(parameter.name)) : !parameter.required,
-        );
-        expect(documented).toBe(accepted);
-      } else {
-        expect(ajv.compile(operation.requestBody.content['application/json'].schema)(JSON.parse(body))).toBe(accepted);
-      }
+      const query = new URLSearchParams(path.split('?')[1]);
+      const given = (parameter: any): string | null =>
+        parameter.in === 'query' ? query.get(parameter.name) : (headers[parameter.name.toLowerCase()] ?? null);
+      const documented =
+        operation.parameters.every((parameter: any) =>
+          given(parameter) === null ? !parameter.required : ajv.compile(parameter.schema)(given(parameter)),
+        ) &&
+        (body === undefined || ajv.compile(operation.requestBody.content['application/json'].schema)(JSON.parse(body)));
+      expect(documented).toBe(accepted);
     });
   }
 

@@ -135,7 +135,7 @@ describe('CORS with an allow-list', () => {
             'access-control-allow-origin': ALSO_ALLOWED,
             'access-control-allow-methods': 'GET,POST',
             'access-control-allow-headers':
-              'Authorization,Content-Type,Apollo-Require-Preflight,X-Apollo-Operation-Name,Apollographql-Client-Name,Apollographql-Client-Version,X-Request-Id',
+              'Authorization,Content-Type,Apollo-Require-Preflight,X-Apollo-Operation-Name,Apollographql-Client-Name,Apollographql-Client-Version,X-Request-Id,Idempotency-Key',
             'access-control-expose-headers': 'Retry-After,WWW-Authenticate,Allow,X-Request-Id',
             'access-control-max-age': '600',
           });

@@ -154,6 +154,7 @@ export type Mutation = {
 
 
 export type MutationBuyArgs = {
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
   quota: Scalars['Int']['input'];
 };
 
