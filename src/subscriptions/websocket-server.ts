@@ -29,12 +29,12 @@ import {
   graphqlAnswer,
   graphqlErrorRendering,
   isInternal,
-  noSuchEndpoint,
   originNotAllowed,
   tooManySubscriptions,
   tooManyWebsockets,
   withFailureKinds,
 } from '../errors.js';
+import { routeUpgrades } from '../http/upgrades.js';
 import { BODY_LIMIT_BYTES } from '../limits.js';
 import type { Logger } from '../logger.js';
 import { checkOperationCost, documentChecker } from '../security/operation-limits.js';
@@ -120,16 +120,12 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
   const subscriptionsByCaller = new Map<number, number>();
   let closing = false;
 
-  options.httpServer.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    void upgrade(request, socket, head);
-  });
+  routeUpgrades(options.httpServer, isGraphqlWebSocket, (request, socket, head) => void upgrade(request, socket, head));
 
   async function upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     // Counted as the rate limits count addresses: an IPv6 client by its /64, inside which it can rotate freely.
     const address = addressKey(options.clientAddress(request));
     try {
-      const path = new URL(request.url ?? '/', 'http://localhost').pathname;
-      if (path !== GRAPHQL_PATH) throw noSuchEndpoint(request.method ?? 'GET', path);
       checkOrigin(request);
       await rateLimits.countAddress(address);
       if ((socketsByAddress.get(address) ?? 0) >= caps.websocketsPerAddress) throw tooManyWebsockets(caps.websocketsPerAddress);
@@ -333,6 +329,17 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
       clearTimeout(late);
     },
   };
+}
+
+/** A WebSocket opening on /graphql: the one upgrade this server takes; any other request is served over HTTP. */
+function isGraphqlWebSocket(request: IncomingMessage): boolean {
+  const url = request.url ?? '/';
+  return (
+    request.method === 'GET' &&
+    request.headers.upgrade?.toLowerCase() === 'websocket' &&
+    URL.canParse(url, 'http://localhost') &&
+    new URL(url, 'http://localhost').pathname === GRAPHQL_PATH
+  );
 }
 
 /** The one field a (valid) subscription selects at its root, through fragments if need be. */
