@@ -93,6 +93,8 @@ interface Outcome {
   /** How the server ended the sockets (close code, or 1006 for a dropped connection), and after how long. */
   closed: string;
   console_errors: number;
+  /** Whether the gateway survived the attack. */
+  gateway: string;
 }
 
 async function main(): Promise<void> {
@@ -116,12 +118,15 @@ async function run(attack: Attack, main: string): Promise<Outcome> {
     await sleep(1_000);
     const before = gateway.rss();
     let peak = before;
-    const sampler = setInterval(() => (peak = Math.max(peak, gateway.rss())), 50);
+    // Once the gateway is gone (killed for its memory), /proc has nothing to read: its last figure stays.
+    const sample = () => (peak = Math.max(peak, gateway.rss() || 0));
+    const sampler = setInterval(sample, 50);
     const started = performance.now();
     const results = await Promise.all(attack.addresses.map((address) => flood(url, address, token, attack, started)));
     clearInterval(sampler);
     await sleep(1_000);
-    peak = Math.max(peak, gateway.rss());
+    sample();
+    const { exitCode, signalCode } = gateway.process;
     return {
       attack: attack.name,
       rss_mb_before: round(before / MB),
@@ -130,6 +135,7 @@ async function run(attack: Attack, main: string): Promise<Outcome> {
       sent_mb: round(results.reduce((sum, result) => sum + result.sentBytes, 0) / MB),
       closed: results.map((result) => result.closed).join(', '),
       console_errors: consoleErrors(),
+      gateway: exitCode === null && signalCode === null ? 'running' : `exited (${signalCode ?? exitCode})`,
     };
   } finally {
     await gateway.stop();
