@@ -21,16 +21,16 @@ export function routeUpgrades(server: Server, takes: (request: IncomingMessage) 
   const deciding = server as UpgradeDeciding;
   const decidesItself = typeof deciding.shouldUpgradeCallback === 'function';
   if (decidesItself) deciding.shouldUpgradeCallback = takes;
-  const lastResponses = decidesItself ? undefined : lastResponseByConnection(server);
+  const unfinishedResponses = decidesItself ? undefined : unfinishedResponseByConnection(server);
   server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     // Detached from the HTTP server, the connection has no 'error' listener until its next owner adds one.
     socket.on('error', ignoreDetachedError);
     if (takes(request)) return upgrade(request, socket, head);
-    const previous = lastResponses?.get(socket);
+    const unfinished = unfinishedResponses?.get(socket);
     const handBackNow = () => handBack(server, request, socket, head);
     // A pipelined request waits for the responses before it, as the HTTP server would make it.
-    if (previous === undefined || previous.writableFinished || previous.destroyed) handBackNow();
-    else previous.once('close', handBackNow);
+    if (unfinished === undefined) handBackNow();
+    else unfinished.once('close', handBackNow);
   });
 }
 
@@ -71,10 +71,19 @@ function headWithoutUpgrade(request: IncomingMessage): Buffer {
   return Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1');
 }
 
-/** The response each connection was given last: a request handed back is served once it is done. */
-function lastResponseByConnection(server: Server): WeakMap<Duplex, ServerResponse> {
+/**
+ * The last response of each connection while it is unfinished: a request handed back is served
+ * once it is done ('close' comes after the server has let go of the connection for it).
+ */
+function unfinishedResponseByConnection(server: Server): WeakMap<Duplex, ServerResponse> {
   const responses = new WeakMap<Duplex, ServerResponse>();
-  server.on('request', (request: IncomingMessage, response: ServerResponse) => responses.set(request.socket, response));
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const connection = request.socket;
+    responses.set(connection, response);
+    response.once('close', () => {
+      if (responses.get(connection) === response) responses.delete(connection);
+    });
+  });
   return responses;
 }
 

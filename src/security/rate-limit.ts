@@ -99,7 +99,8 @@ export function messageRate(perSecond: number, clock: Pick<Clock, 'now'>): () =>
   let filledAt = clock.now();
   return () => {
     const now = clock.now();
-    tokens = Math.min(capacity, tokens + ((now - filledAt) / 1000) * perSecond);
+    // A clock set back refills nothing (and takes nothing away).
+    tokens = Math.min(capacity, tokens + (Math.max(0, now - filledAt) / 1000) * perSecond);
     filledAt = now;
     if (tokens < 1) return false;
     tokens -= 1;
