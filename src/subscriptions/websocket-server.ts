@@ -20,12 +20,13 @@ import { type Server as WebSocketServerOf, type ServerOptions, type WebSocket, W
 import type { Authenticator, Caller } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
 import type { CreateContext, RequestContext } from '../context.js';
-import { badRequest, failureOf, graphqlAnswer, originNotAllowed, tooManyWebsockets, withFailureKinds } from '../errors.js';
+import { badRequest, failureOf, graphqlAnswer, tooManyWebsockets, withFailureKinds } from '../errors.js';
 import { routeUpgrades } from '../http/upgrades.js';
 import { BODY_LIMIT_BYTES } from '../limits.js';
 import type { Logger } from '../logger.js';
 import type { Observation } from '../operations/observer.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
+import { checkOrigin } from '../security/cross-origin.js';
 import { addressKey, type RateLimits } from '../security/rate-limit.js';
 import type { DocumentReference } from '../security/trusted-documents.js';
 import { type BoundedWebSocket, boundedWebSocketClass } from './bounded-websocket.js';
@@ -187,14 +188,6 @@ async function acceptSocket(door: Door, request: IncomingMessage, socket: Duplex
       .on('error', (error) => options.logger.debug({ err: error, address }, 'WebSocket closed for a protocol error'));
     if (door.closing) websocket.close(GOING_AWAY, 'server stopping');
   });
-}
-
-/** Browsers send their page's origin; only the server's own and the CORS_ORIGINS may open a socket. */
-function checkOrigin(request: IncomingMessage, corsOrigins: readonly string[]): void {
-  const origin = request.headers.origin;
-  if (origin === undefined || corsOrigins.includes(origin)) return;
-  if (URL.canParse(origin) && new URL(origin).host === request.headers.host) return;
-  throw originNotAllowed(origin);
 }
 
 /**
