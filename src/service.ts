@@ -143,6 +143,8 @@ async function serve(
   });
   const domains: Domains = { accounts, conversations, billing };
   await buildIndexes(connection);
+  const moved = await accounts.store.foldLegacyBalances();
+  if (moved > 0) logger.info({ users: moved }, 'balances moved from ten-thousandths of a point to micro-points');
 
   const loadDemoData = embedded !== undefined && config.seedFile === undefined;
   if (config.seedFile !== undefined) {

@@ -4,14 +4,12 @@ import { GRAPHQL_MAX_INT as MAX_ID } from 'graphql';
 import { z } from 'zod';
 
 import type { AccountStore } from '../accounts/account.store.js';
-import { pointsToUnits, UNITS_PER_POINT } from '../accounts/points.js';
+import { BALANCE_DECIMALS, exactMicros, MAX_BALANCE_POINTS, pointsToMicros } from '../accounts/points.js';
 import { API_KEY_PREFIX, hashApiKey } from '../auth/api-key.js';
 import type { ConversationStore } from '../conversations/conversation.store.js';
 import { InvalidInput } from '../invalid-input.js';
 import { isRecord } from '../shared/is-record.js';
 
-/** The largest balance a seed may give: far above any real one, and exact in ten-thousandths. */
-const MAX_QUOTA = 1_000_000_000;
 /** Records written per database command. */
 const BATCH_SIZE = 1_000;
 /** Progress is reported each time this many more records are written. */
@@ -25,8 +23,8 @@ const id = z
   .refine((value) => Number.isInteger(value) && value >= 1 && value <= MAX_ID, `must be an integer from 1 to ${MAX_ID}`);
 const quota = z
   .number(typed('a number'))
-  .refine((value) => value >= 0 && value <= MAX_QUOTA, `must be from 0 to ${MAX_QUOTA}`)
-  .refine((value) => Math.abs(value * UNITS_PER_POINT - Math.round(value * UNITS_PER_POINT)) < 1e-6, 'must have at most 4 decimal places');
+  .refine((value) => value >= 0 && value <= MAX_BALANCE_POINTS, `must be from 0 to ${MAX_BALANCE_POINTS}`)
+  .refine((value) => exactMicros(value) !== null, `must have at most ${BALANCE_DECIMALS} decimal places`);
 
 const userSchema = z.strictObject({
   id,
@@ -130,7 +128,7 @@ export async function loadSeed(
 
   for (const batch of batches(users)) {
     await target.accounts.store.upsertUsers(
-      batch.map((user) => ({ id: user.id, username: user.username, balanceUnits: pointsToUnits(user.quota) })),
+      batch.map((user) => ({ id: user.id, username: user.username, balanceMicros: pointsToMicros(user.quota) })),
     );
     await target.accounts.store.addApiKeys(
       batch.flatMap((user) => user.apiKeys.map((key) => ({ hash: hashApiKey(key), userId: user.id }))),

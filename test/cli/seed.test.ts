@@ -70,7 +70,7 @@ describe('npm run seed', () => {
     expect(await db.collection('apiKeys').countDocuments()).toBe(1);
     expect(await db.collection('users').findOne({ id: 1 })).toMatchObject({
       username: 'alice',
-      balanceUnits: 125_000,
+      balanceMicros: 12_500_000,
       lastConversationId: 9,
     });
     expect(JSON.stringify(await db.collection('apiKeys').findOne({}))).not.toContain('sk-alice');
