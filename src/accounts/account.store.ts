@@ -2,6 +2,7 @@ import type { Timestamp } from 'mongodb';
 import type { Types } from 'mongoose';
 
 import type { Gift } from '../billing/gift.js';
+import { insertMissing, type InsertMissingResult } from '../db/insert-missing.js';
 import type { ApiKeyModel } from './api-key.model.js';
 import { microsFromLegacyUnits } from './points.js';
 import type { UserModel } from './user.model.js';
@@ -163,11 +164,53 @@ export class AccountStore {
     );
   }
 
-  /** Moves each user's conversation-id sequence to at least the given id, so ids loaded are never handed out again. */
+  /**
+   * Moves each user's conversation-id sequence to at least the given id, so ids loaded are never
+   * handed out again. A sequence already there is left as it is, timestamps included.
+   */
   async reserveConversationIds(highestIds: ReadonlyMap<number, number>): Promise<void> {
     if (highestIds.size === 0) return;
     await this.users.bulkWrite(
-      [...highestIds].map(([userId, id]) => ({ updateOne: { filter: { id: userId }, update: { $max: { lastConversationId: id } } } })),
+      [...highestIds].map(([userId, id]) => ({
+        updateOne: { filter: { id: userId }, update: { $max: { lastConversationId: id } }, timestamps: false },
+      })),
+      { ordered: false },
+    );
+  }
+
+  /**
+   * Creates the users not there yet (by id), with their balances; a user already there is left as
+   * it is. A user whose username another user holds is among the `duplicates`.
+   */
+  async insertMissingUsers(users: readonly { id: number; username: string; balanceMicros: number }[]): Promise<InsertMissingResult> {
+    return insertMissing(
+      this.users,
+      users.map((user) => ({ key: { id: user.id }, document: { ...user, lastConversationId: 0 } })),
+    );
+  }
+
+  /** The username and balance of each of these users that has a record. */
+  async usersById(ids: readonly number[]): Promise<Map<number, { username: string; balanceMicros: number }>> {
+    if (ids.length === 0) return new Map();
+    const users = await this.users.find({ id: { $in: ids } }, { _id: 0, id: 1, username: 1, balanceMicros: 1 }).lean();
+    return new Map(users.map((user) => [user.id, { username: user.username, balanceMicros: user.balanceMicros ?? 0 }]));
+  }
+
+  /** Adds the API keys (by hash) not there yet; a key already there keeps its owner. */
+  async insertMissingApiKeys(keys: readonly { hash: string; userId: number }[]): Promise<InsertMissingResult> {
+    return insertMissing(
+      this.apiKeys,
+      keys.map((key) => ({ key: { hash: key.hash }, document: key })),
+    );
+  }
+
+  /** Records gift packages as credited, so they are never credited again; the balances are left as they are. */
+  async markGiftsGranted(gifts: readonly { userId: number; gift: Gift }[]): Promise<void> {
+    if (gifts.length === 0) return;
+    await this.users.bulkWrite(
+      gifts.map(({ userId, gift }) => ({
+        updateOne: { filter: { id: userId }, update: { $addToSet: { grantedGifts: gift } }, timestamps: false },
+      })),
       { ordered: false },
     );
   }

@@ -8,6 +8,7 @@ import { BALANCE_DECIMALS, exactMicros, MAX_BALANCE_POINTS, pointsToMicros } fro
 import { API_KEY_PREFIX, hashApiKey } from '../auth/api-key.js';
 import type { ConversationStore } from '../conversations/conversation.store.js';
 import { InvalidInput } from '../invalid-input.js';
+import { MAX_CONVERSATION_NAME_LENGTH } from '../limits.js';
 import { isRecord } from '../shared/is-record.js';
 
 /** Records written per database command. */
@@ -26,26 +27,25 @@ const quota = z
   .refine((value) => value >= 0 && value <= MAX_BALANCE_POINTS, `must be from 0 to ${MAX_BALANCE_POINTS}`)
   .refine((value) => exactMicros(value) !== null, `must have at most ${BALANCE_DECIMALS} decimal places`);
 
+const username = z.string(typed('a string')).refine((name) => name.trim() !== '', 'must not be empty');
+const apiKey = z
+  .string(typed('a string'))
+  .refine((key) => key.startsWith(API_KEY_PREFIX) && key.length >= 12, `must start with ${API_KEY_PREFIX} and be 12 characters or more`);
+
 const userSchema = z.strictObject({
   id,
-  username: z.string(typed('a string')).refine((name) => name.trim() !== '', 'must not be empty'),
+  username,
   quota: quota.default(0),
-  apiKeys: z
-    .array(
-      z
-        .string(typed('a string'))
-        .refine(
-          (key) => key.startsWith(API_KEY_PREFIX) && key.length >= 12,
-          `must start with ${API_KEY_PREFIX} and be 12 characters or more`,
-        ),
-    )
-    .default([]),
+  apiKeys: z.array(apiKey).default([]),
 });
 
 const conversationSchema = z.strictObject({
   userId: id,
   id,
-  name: z.string(typed('a string')),
+  // Code points, as renaming counts them.
+  name: z
+    .string(typed('a string'))
+    .refine((name) => [...name].length <= MAX_CONVERSATION_NAME_LENGTH, `must be at most ${MAX_CONVERSATION_NAME_LENGTH} characters`),
   model: z.string(typed('a string')),
   enableWeb: z.boolean(typed('true or false')).default(false),
   messages: z
@@ -71,6 +71,12 @@ export interface SeedData {
 
 type SeedUser = z.output<typeof userSchema>;
 type SeedConversation = z.output<typeof conversationSchema>;
+
+/**
+ * The checks of single values that other ways in (the Chat Nio import) share with seed files,
+ * so that what one accepts the other does too.
+ */
+export const seedRules = { id, username, apiKey, conversation: conversationSchema };
 
 /** Where seed data goes: the accounts and conversations domains (`createAccounts`, `createConversations`). */
 export interface SeedTarget {
@@ -279,7 +285,7 @@ function firstOccurrences<Key>(entries: { at: string; key: Key }[], problems: st
 }
 
 /** A zod issue as `path: message`, e.g. `users[0].quota: must be from 0 to 1000000000`. */
-function describeIssue(prefix: string) {
+export function describeIssue(prefix: string) {
   return (issue: z.core.$ZodIssue): string => {
     const path = issue.path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${String(part)}`)).join('');
     return `${`${prefix}${path}`.replace(/^\./, '') || '(file)'}: ${issue.message}`;
