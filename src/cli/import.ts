@@ -5,6 +5,7 @@ import { type Config, loadDataCommandConfig } from '../config.js';
 import { createConversations } from '../conversations/index.js';
 import { buildIndexes, connectDatabase, type Database } from '../db/database.js';
 import { describeMongodbUri } from '../db/uri.js';
+import { countLegacyRows } from '../import/chat-nio.js';
 import { dryRunTarget, type ImportTarget, storeTarget } from '../import/import-target.js';
 import { DEFAULT_BATCH_SIZE, importChatNio, PROGRESS_EVERY } from '../import/importer.js';
 import { openLegacySource } from '../import/legacy-source.js';
@@ -48,6 +49,7 @@ await runCommand({
     const source = await openLegacySource(values.from);
     let database: Database | undefined;
     try {
+      const totals = await countLegacyRows(source);
       let target: ImportTarget = dryRunTarget;
       if (!dryRun) {
         database = await connectDatabase(mongodbUri!);
@@ -55,7 +57,7 @@ await runCommand({
       }
       const into = dryRun ? 'nothing (dry run)' : describeMongodbUri(mongodbUri!);
       process.stderr.write(`import: from ${source.description} into ${into}\n`);
-      const summary = await importChatNio(source, target, {
+      const summary = await importChatNio(source, totals, target, {
         batchSize,
         shouldStop: () => stop.aborted,
         onProblem: ({ table, key, reason }) => process.stderr.write(`import: left out: ${table} ${key}: ${reason}\n`),

@@ -5,6 +5,7 @@ import { hashApiKey } from '../auth/api-key.js';
 import { type Gift, GIFTS } from '../billing/gift.js';
 import type { ConversationRecord } from '../conversations/conversation.model.js';
 import { MAX_DOCUMENT_BYTES, storedBytes } from '../conversations/conversation.store.js';
+import { InvalidInput } from '../invalid-input.js';
 import { describeIssue, seedRules } from '../seed/seed-file.js';
 import { isRecord } from '../shared/is-record.js';
 import type { LegacySource, Row } from './legacy-source.js';
@@ -48,11 +49,20 @@ export const LEGACY_QUERIES = {
 export async function countLegacyRows(source: LegacySource): Promise<Record<LegacyTable, number>> {
   const counts = {} as Record<LegacyTable, number>;
   for (const table of LEGACY_TABLES) {
-    for await (const _row of source.rows(`SELECT ${COLUMNS[table].join(', ')} FROM ${table} LIMIT 0`));
+    try {
+      for await (const _row of source.rows(`SELECT ${COLUMNS[table].join(', ')} FROM ${table} LIMIT 0`));
+    } catch (error) {
+      const message = (error as Error).message;
+      if (!NOT_CHAT_NIO.test(message)) throw error;
+      throw new InvalidInput([`${source.description} is not a Chat Nio database: ${message}`]);
+    }
     for await (const row of source.rows(`SELECT COUNT(*) AS count FROM ${table}`)) counts[table] = Number(row.count);
   }
   return counts;
 }
+
+/** A missing table or column (MySQL and MariaDB, then SQLite), or a file that is no SQLite database. */
+const NOT_CHAT_NIO = /doesn't exist|Unknown column|no such table|no such column|not a database/i;
 
 /** A row that came through its checks, or why it cannot come across. */
 export type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };

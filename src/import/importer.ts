@@ -4,7 +4,6 @@ import {
   balanceOf,
   type Checked,
   conversationOf,
-  countLegacyRows,
   giftOf,
   keyOf,
   LEGACY_QUERIES,
@@ -69,9 +68,15 @@ export interface ImportOptions {
  * Reads a Chat Nio database table by table (users with their balances, then API keys, gifts and
  * conversations), in batches, checks every row, and hands each batch to `target`. Nothing is
  * held beyond one batch but the ids of the users read, which the other tables' rows need.
+ * `totals` are the rows of each table (`countLegacyRows`, which also checks the tables are Chat Nio's).
  */
-export async function importChatNio(source: LegacySource, target: ImportTarget, options: ImportOptions): Promise<ImportSummary> {
-  return new ImportRun(source, target, options, await countLegacyRows(source)).run();
+export async function importChatNio(
+  source: LegacySource,
+  totals: Record<LegacyTable, number>,
+  target: ImportTarget,
+  options: ImportOptions,
+): Promise<ImportSummary> {
+  return new ImportRun(source, target, options, totals).run();
 }
 
 /** One table's rows of a user, and how they come across. */

@@ -2,8 +2,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { UserRecord } from '../../src/accounts/user.model.js';
 import type { PurchaseRecord } from '../../src/billing/purchase.model.js';
-import type { Logger } from '../../src/logger.js';
-import type { ServiceOptions } from '../../src/service.js';
 import { type SsoStub, type SsoStubUser, startSsoStub } from '../../src/sso-stub/stub-server.js';
 import { startTestGateway, TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
 
@@ -57,7 +55,7 @@ export function officialProcessEnvironment(
 export function startOfficialGateway(
   stub: SsoStub,
   environment: Record<string, string> = {},
-  options: ServiceOptions & { logger?: Logger } = {},
+  options: Parameters<typeof startTestGateway>[1] = {},
 ): Promise<TestGateway> {
   return startTestGateway(officialEnvironment(stub, environment), options);
 }
