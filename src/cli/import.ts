@@ -33,6 +33,9 @@ is then 1. Progress (every ${PROGRESS_EVERY} rows of a table) goes to stderr, th
 
 What comes across and what does not: docs/import.md.`;
 
+/** How long one batch's write may take: up to 16 MiB of conversations, to a server that may be busy. */
+const WRITE_TIMEOUT_MS = 120_000;
+
 await runCommand({
   name: 'import',
   usage: USAGE,
@@ -52,7 +55,7 @@ await runCommand({
       const totals = await countLegacyRows(source);
       let target: ImportTarget = dryRunTarget;
       if (!dryRun) {
-        database = await connectDatabase(mongodbUri!);
+        database = await connectDatabase(mongodbUri!, undefined, { socketTimeoutMs: WRITE_TIMEOUT_MS });
         target = await databaseTarget(database, logLevel);
       }
       const into = dryRun ? 'nothing (dry run)' : describeMongodbUri(mongodbUri!);

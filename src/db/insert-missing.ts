@@ -1,4 +1,4 @@
-import { MongoBulkWriteError } from 'mongodb';
+import { type AnyBulkWriteOperation, MongoBulkWriteError } from 'mongodb';
 import type { Model } from 'mongoose';
 
 /** MongoDB's duplicate key error. */
@@ -16,6 +16,10 @@ export interface InsertMissingResult {
  * only set fields on insert, so a document already there is left exactly as it is, timestamps
  * included, and running it again changes nothing. A document whose other unique key another
  * document holds is reported, not written; any other failure throws.
+ *
+ * The documents must be complete and of the schema's types (the caller checked them): they go
+ * to the driver as they are, since Mongoose's casting of each update (every message of a
+ * conversation made a subdocument and back) would cost more than the write itself.
  */
 export async function insertMissing<Shape>(
   model: Model<Shape>,
@@ -24,15 +28,10 @@ export async function insertMissing<Shape>(
 ): Promise<InsertMissingResult> {
   if (entries.length === 0) return { inserted: new Set(), duplicates: new Set() };
   const operations = entries.map(({ key, document }) => ({
-    updateOne: {
-      filter: key,
-      update: { $setOnInsert: { ...document, createdAt: now, updatedAt: now } },
-      upsert: true,
-      timestamps: false,
-    },
+    updateOne: { filter: key, update: { $setOnInsert: { ...document, createdAt: now, updatedAt: now } }, upsert: true },
   }));
   try {
-    const result = await model.bulkWrite(operations as Parameters<Model<Shape>['bulkWrite']>[0], { ordered: false });
+    const result = await model.collection.bulkWrite(operations as AnyBulkWriteOperation[], { ordered: false });
     return { inserted: positions(result.upsertedIds), duplicates: new Set() };
   } catch (error) {
     if (!(error instanceof MongoBulkWriteError)) throw error;

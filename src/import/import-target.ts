@@ -46,8 +46,12 @@ export function storeTarget(stores: {
       const holders = await accounts.userIdsByUsername(users.filter((_user, index) => duplicates.has(index)).map((user) => user.username));
       return users.map((user, index) => {
         const here = held.get(user.id);
-        if (duplicates.has(index) || here === undefined) {
-          return { conflict: `username ${JSON.stringify(user.username)} belongs to user ${holders.get(user.username) ?? '?'} here` };
+        if (here === undefined) {
+          const holder = holders.get(user.username);
+          return {
+            conflict:
+              holder === undefined ? 'could not be written' : `username ${JSON.stringify(user.username)} belongs to user ${holder} here`,
+          };
         }
         if (here.username !== user.username) return { conflict: `user ${user.id} is here already as ${JSON.stringify(here.username)}` };
         if (here.balanceMicros !== user.balanceMicros) {

@@ -1,5 +1,4 @@
-import sqlite from 'node-sqlite3-wasm';
-
+import { createChatNioOnMariaDb, createChatNioOnSqlite, goJson, type Insert } from '../support/chat-nio.js';
 import type { PrivateMariaDb } from '../support/mariadb.js';
 
 /**
@@ -32,11 +31,6 @@ export interface LegacyConversation {
   leftOut?: string;
   /** Only in the SQLite database (MariaDB's column types cannot hold it). */
   sqliteOnly?: boolean;
-}
-
-/** Go's encoding/json, as Chat Nio saves messages: HTML characters escaped. */
-function goJson(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026');
 }
 
 /** Messages with every field Chat Nio's message type has: only role and content come across. */
@@ -209,50 +203,6 @@ export function expectedProblems(engine: Engine): string[] {
   ];
 }
 
-/** Chat Nio's tables on MariaDB, as it creates them (the columns the import reads, and the others). */
-const MARIADB_TABLES = `
-  CREATE TABLE auth (
-    id INT PRIMARY KEY AUTO_INCREMENT, bind_id INT UNIQUE, username VARCHAR(24) UNIQUE, token VARCHAR(255) NOT NULL,
-    email VARCHAR(255) UNIQUE, password VARCHAR(64) NOT NULL, is_admin BOOLEAN DEFAULT FALSE, is_banned BOOLEAN DEFAULT FALSE);
-  CREATE TABLE quota (
-    id INT PRIMARY KEY AUTO_INCREMENT, user_id INT UNIQUE, quota DECIMAL(24, 6), used DECIMAL(24, 6),
-    created_at DATETIME DEFAULT CURRENT_TIMESTAMP, updated_at DATETIME DEFAULT CURRENT_TIMESTAMP,
-    FOREIGN KEY (user_id) REFERENCES auth(id));
-  CREATE TABLE apikey (
-    id INT PRIMARY KEY AUTO_INCREMENT, user_id INT UNIQUE, api_key VARCHAR(255) UNIQUE,
-    created_at DATETIME DEFAULT CURRENT_TIMESTAMP, FOREIGN KEY (user_id) REFERENCES auth(id));
-  CREATE TABLE package (
-    id INT PRIMARY KEY AUTO_INCREMENT, user_id INT, type VARCHAR(255), created_at DATETIME DEFAULT CURRENT_TIMESTAMP,
-    FOREIGN KEY (user_id) REFERENCES auth(id), UNIQUE KEY (user_id, type));
-  CREATE TABLE conversation (
-    id INT PRIMARY KEY AUTO_INCREMENT, user_id INT, conversation_id INT, conversation_name VARCHAR(255), data MEDIUMTEXT,
-    model VARCHAR(255) NOT NULL DEFAULT 'gpt-3.5-turbo-0613', task_id VARCHAR(255) NULL,
-    updated_at DATETIME DEFAULT CURRENT_TIMESTAMP, UNIQUE KEY (user_id, conversation_id));
-`;
-
-/** The same tables as Chat Nio creates them on SQLite: its SQL rewritten (INTEGER, AUTOINCREMENT, TEXT, and DECIMAL as REAL). */
-const SQLITE_TABLES = `
-  CREATE TABLE auth (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, bind_id INTEGER UNIQUE, username TEXT UNIQUE, token TEXT NOT NULL,
-    email TEXT UNIQUE, password TEXT NOT NULL, is_admin BOOLEAN DEFAULT FALSE, is_banned BOOLEAN DEFAULT FALSE);
-  CREATE TABLE quota (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, user_id INTEGER UNIQUE, quota REAL(24, 6), used REAL(24, 6),
-    created_at TEXT DEFAULT CURRENT_TIMESTAMP, updated_at TEXT DEFAULT CURRENT_TIMESTAMP,
-    FOREIGN KEY (user_id) REFERENCES auth(id));
-  CREATE TABLE apikey (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, user_id INTEGER UNIQUE, api_key TEXT UNIQUE,
-    created_at TEXT DEFAULT CURRENT_TIMESTAMP, FOREIGN KEY (user_id) REFERENCES auth(id));
-  CREATE TABLE package (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, user_id INT, type TEXT, created_at TEXT DEFAULT CURRENT_TIMESTAMP,
-    FOREIGN KEY (user_id) REFERENCES auth(id), UNIQUE (user_id, type));
-  CREATE TABLE conversation (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, user_id INT, conversation_id INT, conversation_name TEXT, data TEXT,
-    model TEXT NOT NULL DEFAULT 'gpt-3.5-turbo-0613', task_id TEXT NULL,
-    updated_at TEXT DEFAULT CURRENT_TIMESTAMP, UNIQUE (user_id, conversation_id));
-`;
-
-type Insert = { table: string; columns: string[]; values: unknown[] };
-
 /** Every row, table by table, with the columns Chat Nio fills; `quota` as `toQuota` gives it to the engine. */
 function inserts(engine: Engine, toQuota: (text: string) => unknown): Insert[] {
   const users = usersOn(engine);
@@ -287,48 +237,23 @@ function inserts(engine: Engine, toQuota: (text: string) => unknown): Insert[] {
 }
 
 /** Creates database `name` on the server, with Chat Nio's tables and every row above. */
-export async function createMariaDbDatabase(server: PrivateMariaDb, name: string): Promise<void> {
-  const admin = await server.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name} CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci`);
-  } finally {
-    await admin.end();
-  }
-  const connection = await server.connect(name);
-  try {
-    await connection.query(MARIADB_TABLES);
-    // Rows of a table in multi-row inserts of a few hundred.
-    const rows = inserts('mariadb', (text) => text);
-    for (let start = 0; start < rows.length;) {
-      const { table, columns } = rows[start]!;
-      let end = start;
-      while (end < rows.length && end - start < 500 && rows[end]!.table === table) end += 1;
-      const values = rows.slice(start, end).map((row) => row.values);
-      await connection.query(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ?`, [values]);
-      start = end;
-    }
-  } finally {
-    await connection.end();
-  }
+export function createMariaDbDatabase(server: PrivateMariaDb, name: string): Promise<void> {
+  return createChatNioOnMariaDb(
+    server,
+    name,
+    inserts('mariadb', (text) => text),
+  );
 }
 
 /**
- * Creates Chat Nio's SQLite file at `path`, as its Go code fills it: foreign keys not enforced
- * (go-sqlite3's default) and balances passed as float32, which SQLite keeps as the double nearest.
+ * Creates Chat Nio's SQLite file at `path` with every row above, balances passed as float32 as
+ * its Go code passes them (SQLite keeps the double nearest).
  */
 export function createSqliteDatabase(path: string): void {
-  const database = new sqlite.Database(path);
-  try {
-    database.exec('PRAGMA foreign_keys = OFF');
-    database.exec(SQLITE_TABLES);
-    database.exec('BEGIN');
-    for (const { table, columns, values } of inserts('sqlite', (text) => Math.fround(Number(text)))) {
-      database.run(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`, values as never);
-    }
-    database.exec('COMMIT');
-  } finally {
-    database.close();
-  }
+  createChatNioOnSqlite(
+    path,
+    inserts('sqlite', (text) => Math.fround(Number(text))),
+  );
 }
 
 /** The balance Chat Nio's data gives a user on an engine, as decimal text: its quota, or 0 without one. */
