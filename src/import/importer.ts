@@ -179,7 +179,7 @@ class ImportRun {
 
   /** The user of an `auth` row with its balance, or null when it is left out (and said why). */
   private checkUser(row: Row, hasQuota: boolean): LegacyUser | null {
-    const id = typeof row.id === 'number' ? row.id : undefined;
+    const id = userIdOf(row.id);
     const balance = balanceOf(row.quota);
     if (!balance.ok) {
       this.leaveOut('quota', keyOf({ user_id: row.id }, 'user_id'), balance.reason);

@@ -141,10 +141,4 @@ describe('npm run import from a Chat Nio database on SQLite', () => {
       expect({ args, code: run.code, stderr: run.stderr }).toEqual({ args, code: 2, stderr });
     }
   });
-
-  it('answers --help with its usage and exit code 0', async () => {
-    const run = await runNode('dist/cli/import.js', ['--help'], {});
-    expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/^Usage: npm run import -- --from URL \[--dry-run\] \[--batch-size N\]\n/);
-  });
 });
