@@ -341,8 +341,8 @@ export function loadTokenConfig(environment: NodeJS.ProcessEnv = process.env): P
   return { jwtSecret: loadVariables(['JWT_SECRET'], environment).JWT_SECRET };
 }
 
-/** `npm run seed`: the database, and the log level. */
-export function loadSeedConfig(environment: NodeJS.ProcessEnv = process.env): Pick<Config, 'mongodbUri' | 'logLevel'> {
+/** `npm run seed` and `npm run import`: the database they write, and the log level. */
+export function loadDataCommandConfig(environment: NodeJS.ProcessEnv = process.env): Pick<Config, 'mongodbUri' | 'logLevel'> {
   const env = loadVariables(['MONGODB_URI', 'LOG_LEVEL'], environment);
   return { mongodbUri: env.MONGODB_URI, logLevel: env.LOG_LEVEL };
 }

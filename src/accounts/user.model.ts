@@ -6,8 +6,13 @@ export interface UserRecord {
   /** Numeric user id, the `sub` of access tokens. */
   id: number;
   username: string;
-  /** Balance in ten-thousandths of a point (see points.ts). */
-  balanceUnits: number;
+  /** Balance in micro-points, millionths of a point (see points.ts). */
+  balanceMicros: number;
+  /**
+   * Balance in ten-thousandths of a point, as versions before micro-points stored it: folded
+   * into `balanceMicros` at start (`AccountStore.foldLegacyBalances`), then absent.
+   */
+  balanceUnits?: number;
   /** Highest conversation id ever given to this user; ids are never reused. */
   lastConversationId: number;
   /**
@@ -27,7 +32,8 @@ const userSchema = new Schema<UserRecord>(
   {
     id: { type: Number, required: true },
     username: { type: String, required: true },
-    balanceUnits: { type: Number, required: true, default: 0 },
+    balanceMicros: { type: Number, required: true, default: 0 },
+    balanceUnits: { type: Number, default: undefined },
     lastConversationId: { type: Number, required: true, default: 0 },
     pendingOrders: { type: [String], default: undefined },
     grantedGifts: { type: [String], default: undefined },

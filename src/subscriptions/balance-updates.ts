@@ -1,7 +1,7 @@
 import type { Db, Document, Timestamp } from 'mongodb';
 
 import type { AccountStore } from '../accounts/account.store.js';
-import { unitsToPoints } from '../accounts/points.js';
+import { microsToPoints } from '../accounts/points.js';
 import type { Logger } from '../logger.js';
 import { ChangeFeed, type FeedObserver } from './change-feed.js';
 import { Inbox, MISSED } from './inbox.js';
@@ -9,7 +9,8 @@ import { endingWith } from './iterators.js';
 
 /** A user's balance as one write left it, and when that write happened. */
 export interface BalanceChange {
-  units: number;
+  /** In micro-points. */
+  micros: number;
   /** The write's cluster time. */
   at: Timestamp;
   /** When this process received it (performance.now()). */
@@ -32,8 +33,8 @@ export function balanceFeed(db: Db, collection: string, logger: Logger, observer
         $match: {
           $or: [
             { operationType: { $in: ['insert', 'replace'] } },
-            { operationType: 'update', 'updateDescription.updatedFields.balanceUnits': { $exists: true } },
-            { operationType: 'update', 'updateDescription.removedFields': 'balanceUnits' },
+            { operationType: 'update', 'updateDescription.updatedFields.balanceMicros': { $exists: true } },
+            { operationType: 'update', 'updateDescription.removedFields': 'balanceMicros' },
           ],
         },
       },
@@ -42,8 +43,8 @@ export function balanceFeed(db: Db, collection: string, logger: Logger, observer
           operationType: 1,
           clusterTime: 1,
           'fullDocument.id': 1,
-          'fullDocument.balanceUnits': 1,
-          'updateDescription.updatedFields.balanceUnits': 1,
+          'fullDocument.balanceMicros': 1,
+          'updateDescription.updatedFields.balanceMicros': 1,
         },
       },
     ],
@@ -57,12 +58,12 @@ export function balanceFeed(db: Db, collection: string, logger: Logger, observer
 function routeBalanceChange(change: Document): { owner: number; change: BalanceChange } | null {
   const owner: unknown = change.fullDocument?.id;
   // An update that matched without writing the balance removed it: the balance is 0 then.
-  const units: unknown =
+  const micros: unknown =
     change.operationType === 'update'
-      ? (change.updateDescription?.updatedFields?.balanceUnits ?? 0)
-      : (change.fullDocument?.balanceUnits ?? 0);
-  if (!isUserId(owner) || typeof units !== 'number' || !Number.isFinite(units)) return null;
-  return { owner, change: { units, at: change.clusterTime as Timestamp, receivedAt: performance.now() } };
+      ? (change.updateDescription?.updatedFields?.balanceMicros ?? 0)
+      : (change.fullDocument?.balanceMicros ?? 0);
+  if (!isUserId(owner) || typeof micros !== 'number' || !Number.isFinite(micros)) return null;
+  return { owner, change: { micros, at: change.clusterTime as Timestamp, receivedAt: performance.now() } };
 }
 
 /**
@@ -83,19 +84,19 @@ export async function balanceUpdates(
   const stopListening = await feed.listen(userId, inbox);
   async function* points(): AsyncGenerator<number> {
     let readStartedAt = performance.now();
-    let { units, at } = await accounts.balanceAt(userId);
-    let sent = units;
-    yield unitsToPoints(units);
+    let { micros, at } = await accounts.balanceAt(userId);
+    let sent = micros;
+    yield microsToPoints(micros);
     for await (const change of inbox) {
       if (change !== MISSED && at !== undefined && change.at.greaterThan(at)) {
-        units = change.units;
+        micros = change.micros;
       } else if (change === MISSED || at === undefined || change.receivedAt >= readStartedAt) {
         readStartedAt = performance.now();
-        ({ units, at } = await accounts.balanceAt(userId));
+        ({ micros, at } = await accounts.balanceAt(userId));
       }
-      if (units !== sent) {
-        sent = units;
-        yield unitsToPoints(units);
+      if (micros !== sent) {
+        sent = micros;
+        yield microsToPoints(micros);
       }
     }
   }
