@@ -131,8 +131,6 @@ async function serve(
   const clock = options.clock ?? systemClock;
   const domains = createDomains(config, logger, database, clock);
   await buildIndexes(database.connection);
-  const moved = await domains.accounts.store.foldLegacyBalances();
-  if (moved > 0) logger.info({ users: moved }, 'balances moved from ten-thousandths of a point to micro-points');
   const loadDemoData = await loadData(config, logger, domains, embedded !== undefined);
 
   const tokenKey = secretKey(config.jwtSecret ?? randomBytes(32).toString('base64url'));

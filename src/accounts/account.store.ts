@@ -1,11 +1,9 @@
 import type { Timestamp } from 'mongodb';
-import type { Types } from 'mongoose';
 
 import type { Gift } from '../billing/gift.js';
 import { insertMissing, type InsertMissingResult } from '../db/insert-missing.js';
 import type { ApiKeyModel } from './api-key.model.js';
-import { microsFromLegacyUnits } from './points.js';
-import type { UserModel } from './user.model.js';
+import { BALANCE_FIELDS, balanceMicrosOf, legacyMicros, type UserModel } from './user.model.js';
 
 /** What buying and gifts need to know of a user. */
 export interface BillingAccount {
@@ -13,6 +11,12 @@ export interface BillingAccount {
   username: string;
   pendingOrders: string[];
   grantedGifts: Gift[];
+}
+
+/** A balance as stored: what this service wrote, and what writers of the old unit wrote beside it (both in micro-points). */
+export interface StoredBalance {
+  micros: number;
+  legacyMicros: number;
 }
 
 /** Users and their API keys: the only code that touches those collections. */
@@ -24,8 +28,8 @@ export class AccountStore {
 
   /** The balance in micro-points (none without a record) and the orders still awaiting credit, read by one command. */
   async balance(userId: number): Promise<{ micros: number; pendingOrders: string[] }> {
-    const user = await this.users.findOne({ id: userId }, { _id: 0, balanceMicros: 1, pendingOrders: 1 }).lean();
-    return { micros: user?.balanceMicros ?? 0, pendingOrders: user?.pendingOrders ?? [] };
+    const user = await this.users.findOne({ id: userId }, { _id: 0, ...BALANCE_FIELDS, pendingOrders: 1 }).lean();
+    return { micros: balanceMicrosOf(user), pendingOrders: user?.pendingOrders ?? [] };
   }
 
   /**
@@ -33,11 +37,11 @@ export class AccountStore {
    * server's `operationTime`; absent on a standalone server): every write at or before that time
    * may be in it, no later one is. A balance subscription orders change events by it.
    */
-  async balanceAt(userId: number): Promise<{ micros: number; at: Timestamp | undefined }> {
+  async balanceAt(userId: number): Promise<{ balance: StoredBalance; at: Timestamp | undefined }> {
     const session = await this.users.startSession();
     try {
-      const user = await this.users.findOne({ id: userId }, { _id: 0, balanceMicros: 1 }).session(session).lean();
-      return { micros: user?.balanceMicros ?? 0, at: session.operationTime };
+      const user = await this.users.findOne({ id: userId }, { _id: 0, ...BALANCE_FIELDS }).session(session).lean();
+      return { balance: { micros: user?.balanceMicros ?? 0, legacyMicros: legacyMicros(user?.balanceUnits) }, at: session.operationTime };
     } finally {
       await session.endSession();
     }
@@ -67,10 +71,10 @@ export class AccountStore {
       .findOneAndUpdate(
         { id: userId, pendingOrders: order },
         { $inc: { balanceMicros: micros }, $pull: { pendingOrders: order } },
-        { returnDocument: 'after', projection: { _id: 0, balanceMicros: 1 } },
+        { returnDocument: 'after', projection: { _id: 0, ...BALANCE_FIELDS } },
       )
       .lean();
-    return user === null ? null : (user.balanceMicros ?? 0);
+    return user === null ? null : balanceMicrosOf(user);
   }
 
   /** Removes an order that was not paid from the pending set, crediting nothing. */
@@ -98,39 +102,6 @@ export class AccountStore {
     return result.modifiedCount === 1;
   }
 
-  /**
-   * Moves balances still stored in ten-thousandths of a point (`balanceUnits`, by versions before
-   * micro-points) into `balanceMicros`, exactly. Each user is one single-document update that
-   * matches only while the old value is still the one read, so a write made in between by another
-   * instance or the chat service is never lost: that user is read again and moved then. Running
-   * it again moves only what was written in the old unit since. Answers how many users it moved.
-   */
-  async foldLegacyBalances(): Promise<number> {
-    let moved = 0;
-    for await (const user of this.users
-      .find({ balanceUnits: { $exists: true } }, { _id: 1 })
-      .lean()
-      .cursor()) {
-      if (await this.foldLegacyBalance(user._id)) moved += 1;
-    }
-    return moved;
-  }
-
-  private async foldLegacyBalance(_id: Types.ObjectId): Promise<boolean> {
-    for (;;) {
-      const units: unknown = (await this.users.findOne({ _id }, { _id: 0, balanceUnits: 1 }).lean())?.balanceUnits;
-      // Gone, or not a number (nothing this service wrote: left for a person to look at rather than guessed).
-      if (typeof units !== 'number') return false;
-      const micros = microsFromLegacyUnits(units);
-      if (micros === null) return false;
-      const result = await this.users.updateOne(
-        { _id, balanceUnits: units },
-        { $inc: { balanceMicros: micros }, $unset: { balanceUnits: '' } },
-      );
-      if (result.modifiedCount === 1) return true;
-    }
-  }
-
   async userIdForApiKeyHash(hash: string): Promise<number | null> {
     const key = await this.apiKeys.findOne({ hash }, { _id: 0, userId: 1 }).lean();
     return key?.userId ?? null;
@@ -143,7 +114,7 @@ export class AccountStore {
       users.map((user) => ({
         updateOne: {
           filter: { id: user.id },
-          // A balance still in the old unit would be folded in on top of the one set here.
+          // The balance given is the whole balance: none is left in the old unit beside it.
           update: {
             $set: { username: user.username, balanceMicros: user.balanceMicros },
             $unset: { balanceUnits: '' },
@@ -192,8 +163,8 @@ export class AccountStore {
   /** The username and balance of each of these users that has a record. */
   async usersById(ids: readonly number[]): Promise<Map<number, { username: string; balanceMicros: number }>> {
     if (ids.length === 0) return new Map();
-    const users = await this.users.find({ id: { $in: ids } }, { _id: 0, id: 1, username: 1, balanceMicros: 1 }).lean();
-    return new Map(users.map((user) => [user.id, { username: user.username, balanceMicros: user.balanceMicros ?? 0 }]));
+    const users = await this.users.find({ id: { $in: ids } }, { _id: 0, id: 1, username: 1, ...BALANCE_FIELDS }).lean();
+    return new Map(users.map((user) => [user.id, { username: user.username, balanceMicros: balanceMicrosOf(user) }]));
   }
 
   /** Adds the API keys (by hash) not there yet; a key already there keeps its owner. */

@@ -77,13 +77,12 @@ await runCommand({
   },
 });
 
-/** The stores of the database, its indexes built and any balance still in the old unit moved, before the first write. */
+/** The stores of the database, its indexes built before the first write. */
 async function databaseTarget(database: Database, logLevel: Config['logLevel']): Promise<ImportTarget> {
   const accounts = createAccounts(database.connection);
   const conversations = createConversations(database.connection, createLogger({ logLevel }));
   const giftGrants = new GiftGrantStore(giftGrantModel(database.connection));
   await buildIndexes(database.connection);
-  await accounts.store.foldLegacyBalances();
   return storeTarget({ accounts: accounts.store, conversations: conversations.store, giftGrants });
 }
 
