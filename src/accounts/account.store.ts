@@ -40,7 +40,10 @@ export class AccountStore {
   async balanceAt(userId: number): Promise<{ balance: StoredBalance; at: Timestamp | undefined }> {
     const session = await this.users.startSession();
     try {
-      const user = await this.users.findOne({ id: userId }, { _id: 0, ...BALANCE_FIELDS }).session(session).lean();
+      const user = await this.users
+        .findOne({ id: userId }, { _id: 0, ...BALANCE_FIELDS })
+        .session(session)
+        .lean();
       return { balance: { micros: user?.balanceMicros ?? 0, legacyMicros: legacyMicros(user?.balanceUnits) }, at: session.operationTime };
     } finally {
       await session.endSession();

@@ -70,10 +70,17 @@ function routeBalanceChange(change: Document): { owner: number; change: BalanceC
 }
 
 /** The balance fields an update set, a removed one counting 0. */
-function writtenBy({ updatedFields = {}, removedFields = [] }: { updatedFields?: Document; removedFields?: string[] }): Partial<StoredBalance> {
+function writtenBy({
+  updatedFields = {},
+  removedFields = [],
+}: {
+  updatedFields?: Document;
+  removedFields?: string[];
+}): Partial<StoredBalance> {
   const written: Partial<StoredBalance> = {};
   if ('balanceMicros' in updatedFields || removedFields.includes('balanceMicros')) written.micros = updatedFields.balanceMicros ?? 0;
-  if ('balanceUnits' in updatedFields || removedFields.includes('balanceUnits')) written.legacyMicros = legacyMicros(updatedFields.balanceUnits);
+  if ('balanceUnits' in updatedFields || removedFields.includes('balanceUnits'))
+    written.legacyMicros = legacyMicros(updatedFields.balanceUnits);
   return written;
 }
 
