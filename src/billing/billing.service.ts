@@ -5,7 +5,7 @@ import type { UserError } from '../graphql/generated/resolvers.js';
 import { type Outcome, userErrors } from '../shared/user-error.js';
 import { type Gift, GIFT_POINTS, type GiftPackage, GIFTS } from './gift.js';
 import type { OfficialBilling } from './official-billing.js';
-import type { BuyResult } from './purchases.js';
+import type { BuyResult } from './purchase-lifecycle.js';
 import { SsoUnavailableError } from './sso-client.js';
 
 export const MIN_PURCHASE = 1;
@@ -46,7 +46,7 @@ export class BillingService {
   }
 
   /**
-   * Success always means the points are on the balance; the life of the purchase is in `Purchases`.
+   * Success always means the points are on the balance; the life of the purchase is in `PurchaseLifecycle`.
    * With an idempotency key, the caller's retries within a day buy nothing more: they get the
    * first buy's outcome.
    */

@@ -36,7 +36,7 @@ export interface SettlementSettings {
   backoffMaxMs: number;
 }
 
-/** Who buys how many points; a key makes the buy safe to retry (see `Purchases.buy`). */
+/** Who buys how many points; a key makes the buy safe to retry (see `PurchaseLifecycle.buy`). */
 export interface Buyer {
   userId: number;
   username: string;
@@ -112,7 +112,7 @@ export interface Recheck {
  *   it was never sent (`declined`, `never-sent`: final, as above), or once it is past the window.
  *   Only then may a retry open a purchase of its own, which is bound by all of the above.
  */
-export class Purchases {
+export class PurchaseLifecycle {
   private readonly leaseMs: number;
   private readonly instance = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private leasesTaken = 0;
