@@ -29,9 +29,12 @@ export function whenRequestEnds(request: Request, response: Response, done: (out
   response.once('close', end);
 }
 
+/**
+ * The path of the route the request matched, as the app declared it: Express matches paths without
+ * regard to case, and its `baseUrl` is the client's spelling of a mount path, so neither the URL nor
+ * `baseUrl` ever names a request. The app serves every endpoint as a route at its full path.
+ */
 export function routePattern(request: Request): string {
   const route = request.route as { path?: unknown } | undefined;
-  if (route?.path !== undefined) return `${request.baseUrl}${String(route.path)}`;
-  // Mounted handlers (`app.use('/graphql', …)`) have no route of their own, only their mount path.
-  return request.baseUrl || UNMATCHED_ROUTE;
+  return route?.path === undefined ? UNMATCHED_ROUTE : String(route.path);
 }
