@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { HTTP_SERVER_LIMITS } from '../../src/limits.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { startTestSidecar, type TestSidecar } from '../support/sidecar.js';
 import { send } from './http.js';
 
 let gateway: TestGateway;
@@ -19,30 +20,35 @@ afterAll(() => gateway?.stop());
 interface Exchange {
   /** The first chunk the server sent, as text. */
   answer: Promise<string>;
+  /** Milliseconds from connecting until the server's first chunk. */
+  answeredAfterMs: Promise<number>;
   /** Milliseconds from connecting until the server closed the connection. */
   closedAfterMs: Promise<number>;
   socket: Socket;
 }
 
 /**
- * A raw connection from `localAddress` that sends `head` (request line and headers), then a body
- * one byte every `everyMs`, as a slow or malicious client would, until the server closes it.
+ * A raw connection from `localAddress` to `url` (the gateway unless told) that sends `head`
+ * (request line and headers), then a body one byte every `everyMs`, as a slow or malicious client
+ * would, until the server closes it.
  */
-function trickle(head: string, { everyMs = 500, localAddress = '127.0.0.1' } = {}): Exchange {
-  const { port } = new URL(gateway.url);
+function trickle(head: string, { everyMs = 500, localAddress = '127.0.0.1', url = gateway.url } = {}): Exchange {
+  const { port } = new URL(url);
   const socket = connect({ host: '127.0.0.1', port: Number(port), localAddress });
   const started = performance.now();
   socket.on('error', () => {});
   socket.write(head);
   const dribble = setInterval(() => socket.writable && socket.write('x'), everyMs);
-  const answer = new Promise<string>((resolve) => socket.once('data', (chunk) => resolve(chunk.toString('latin1'))));
+  const firstChunk = new Promise<[string, number]>((resolve) =>
+    socket.once('data', (chunk) => resolve([chunk.toString('latin1'), performance.now() - started])),
+  );
   const closedAfterMs = new Promise<number>((resolve) =>
     socket.once('close', () => {
       clearInterval(dribble);
       resolve(performance.now() - started);
     }),
   );
-  return { answer, closedAfterMs, socket };
+  return { answer: firstChunk.then(([text]) => text), answeredAfterMs: firstChunk.then(([, ms]) => ms), closedAfterMs, socket };
 }
 
 const post = (path: string, headers: Record<string, string | number>) =>
@@ -98,6 +104,40 @@ describe('a request refused before its body is read', () => {
     expect(await second).toMatch(/^HTTP\/1\.1 200 /);
     exchange.socket.destroy();
   });
+});
+
+describe('a request to the REST sidecar refused before its body is read', () => {
+  let sidecar: TestSidecar;
+
+  beforeAll(async () => {
+    sidecar = await startTestSidecar(`${gateway.url}/graphql`);
+  });
+  afterAll(() => sidecar?.stop());
+
+  const malformed: [string, Record<string, string>][] = [
+    ['no credential', {}],
+    ['Bearer junk', { authorization: 'Bearer junk' }],
+    ['a bare word', { authorization: 'junk' }],
+    ['two parts of a token', { authorization: 'Bearer aGVhZA.cGF5bG9hZA' }],
+    ['a token with a character outside base64url', { authorization: 'Bearer aGVhZA.cGF5bG9hZA.c2ln+' }],
+    ['an API key prefix alone', { authorization: 'sk-' }],
+    ['an API key with a space', { authorization: 'sk-alice 0123456789' }],
+  ];
+  for (const [name, headers] of malformed) {
+    it(`answers 401 at once to POST /buy with ${name}, however slowly its body comes, as the gateway does`, async () => {
+      const exchange = trickle(post('/buy', { ...headers, 'content-type': 'application/json', 'content-length': 100 }), {
+        everyMs: 1_000,
+        url: sidecar.url,
+      });
+      const answer = await exchange.answer;
+      expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+      expect(answer).toMatch(/\r\nWWW-Authenticate: Bearer\r\n/i);
+      expect(answer).toMatch(/\{"status":false,"error":"unauthorized"\}$/);
+      // Before, the sidecar read the body first: a byte a second held it 30 s, until a 408.
+      expect(await exchange.answeredAfterMs).toBeLessThan(PROMPTLY_MS);
+      expect(await exchange.closedAfterMs).toBeLessThan(PROMPTLY_MS);
+    });
+  }
 });
 
 describe('a client that never finishes its headers', () => {
