@@ -2,13 +2,14 @@ import type { Request, Response } from 'express';
 
 /** The matched route pattern stands for requests that matched none, so labels never carry raw URLs. */
 const UNMATCHED_ROUTE = '(unmatched)';
-/** nginx's code for a request whose client went away before the answer was sent. */
+/** nginx's code for a request whose client went away before its answer began. */
 export const CLIENT_CLOSED_REQUEST = 499;
 
 export interface RequestOutcome {
   /** The route pattern, e.g. `/conversation/load` or `/playground/assets/:file`; never the raw URL. */
   route: string;
   status: number;
+  /** Until the response ended or the connection closed: for a refused body, after what was left of it was read (`http/refused-body.ts`). */
   durationSeconds: number;
 }
 
@@ -21,7 +22,8 @@ export function whenRequestEnds(request: Request, response: Response, done: (out
     ended = true;
     done({
       route: routePattern(request),
-      status: response.writableFinished ? response.statusCode : CLIENT_CLOSED_REQUEST,
+      // As nginx logs it: once the answer has begun, its status, even if the client went before its end.
+      status: response.headersSent ? response.statusCode : CLIENT_CLOSED_REQUEST,
       durationSeconds: Number(process.hrtime.bigint() - started) / 1e9,
     });
   };
