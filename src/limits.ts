@@ -6,6 +6,9 @@ export const MAX_PAGE_SIZE = 100;
 /** The largest request body read, on `/graphql` and the legacy endpoints alike (413 above). */
 export const BODY_LIMIT_BYTES = 100 * 1024;
 
+/** The points one purchase buys, at least and at most (CONTRACT §6). */
+export const PURCHASE_RANGE = { min: 1, max: 99_999 } as const;
+
 /** The longest conversation name, in characters (Unicode code points), as the legacy web client's rename allowed. */
 export const MAX_CONVERSATION_NAME_LENGTH = 256;
 

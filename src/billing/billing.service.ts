@@ -2,14 +2,13 @@ import type { AccountStore } from '../accounts/account.store.js';
 import { microsToPoints, pointsToMicros } from '../accounts/points.js';
 import { notAvailable } from '../errors.js';
 import type { UserError } from '../graphql/generated/resolvers.js';
+import { PURCHASE_RANGE } from '../limits.js';
 import { type Outcome, userErrors } from '../shared/user-error.js';
 import { type Gift, GIFT_POINTS, type GiftPackage, GIFTS } from './gift.js';
 import type { OfficialBilling } from './official-billing.js';
 import type { BuyResult } from './purchase-lifecycle.js';
 import { SsoUnavailableError } from './sso-client.js';
 
-export const MIN_PURCHASE = 1;
-export const MAX_PURCHASE = 99_999;
 /** An idempotency key: 1 to 255 visible ASCII characters (no space, no control character). */
 export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -51,7 +50,7 @@ export class BillingService {
    * first buy's outcome.
    */
   async buy(quota: number, idempotencyKey?: string): Promise<BuyOutcome> {
-    if (!Number.isInteger(quota) || quota < MIN_PURCHASE || quota > MAX_PURCHASE) {
+    if (!Number.isInteger(quota) || quota < PURCHASE_RANGE.min || quota > PURCHASE_RANGE.max) {
       return { ok: false, error: userErrors.invalidQuota };
     }
     if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey))

@@ -2,9 +2,9 @@ import type { Request } from 'express';
 import { GRAPHQL_MAX_INT as MAX_INT } from 'graphql';
 import { z } from 'zod';
 
-import { IDEMPOTENCY_KEY, MAX_PURCHASE, MIN_PURCHASE } from '../billing/billing.service.js';
+import { IDEMPOTENCY_KEY } from '../billing/billing.service.js';
 import { badRequest, badUserInput, type Failure } from '../errors.js';
-import { MAX_CONVERSATION_NAME_LENGTH } from '../limits.js';
+import { MAX_CONVERSATION_NAME_LENGTH, PURCHASE_RANGE } from '../limits.js';
 import { userErrors } from '../shared/user-error.js';
 import type { RouteInput } from './route.js';
 
@@ -49,8 +49,8 @@ export const purchaseBody = z.object(
   {
     quota: z
       .int({ error: userErrors.invalidQuota.message })
-      .min(MIN_PURCHASE, { error: userErrors.invalidQuota.message })
-      .max(MAX_PURCHASE, { error: userErrors.invalidQuota.message })
+      .min(PURCHASE_RANGE.min, { error: userErrors.invalidQuota.message })
+      .max(PURCHASE_RANGE.max, { error: userErrors.invalidQuota.message })
       .describe('Number of points to buy.'),
   },
   { error: NOT_AN_OBJECT },

@@ -1,4 +1,5 @@
 import type { UserError } from '../graphql/generated/resolvers.js';
+import { PURCHASE_RANGE } from '../limits.js';
 
 /**
  * Expected outcomes that are not successes. They travel as data (`ok:false`
@@ -9,7 +10,7 @@ export const userErrors = {
   conversationNotFound: { code: 'NOT_FOUND', message: 'conversation not found' },
   invalidId: { code: 'INVALID_INPUT', message: 'invalid id' },
   invalidName: { code: 'INVALID_INPUT', message: 'invalid name' },
-  invalidQuota: { code: 'INVALID_INPUT', message: 'invalid quota range (1 ~ 99999)' },
+  invalidQuota: { code: 'INVALID_INPUT', message: `invalid quota range (${PURCHASE_RANGE.min} ~ ${PURCHASE_RANGE.max})` },
   notEnoughMoney: { code: 'INSUFFICIENT_FUNDS', message: 'not enough money' },
   notOnThisDeployment: { code: 'UNAVAILABLE', message: 'not available on this deployment' },
   providerUnavailable: { code: 'UNAVAILABLE', message: 'payment provider unavailable, try again later' },
