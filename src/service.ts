@@ -121,6 +121,19 @@ export async function startService(config: Config, logger: Logger, options: Serv
 
 type Started = ServiceOptions & { restRoutes: RestRoute[]; trustedDocuments: TrustedDocuments };
 
+/** What the composition root has made so far, handed from one stage to the next. */
+interface Parts {
+  config: Config;
+  logger: Logger;
+  options: Started;
+  clock: Clock;
+  database: Database;
+  domains: Domains;
+  subscriptions: Subscriptions;
+  authenticator: Authenticator;
+  demoToken: string | undefined;
+}
+
 async function serve(
   config: Config,
   logger: Logger,
@@ -144,9 +157,35 @@ async function serve(
     models: { users: domains.accounts.models.users, conversations: domains.conversations.models.conversations },
     logger,
   });
-  const createContext = contextFactory(domains, subscriptions);
+  const parts: Parts = { config, logger, options, clock, database, domains, subscriptions, authenticator, demoToken };
+  const graphql = await startGraphQL(parts);
+  const doors = await openDoors(parts, graphql);
+  const settlementSweep = domains.billing.official?.startSweep(config.settlement.intervalMs);
 
-  // GraphQL: one schema and one operation pipeline, for every door: /graphql, the REST layer and subscriptions.
+  return {
+    url: doors.url,
+    database,
+    domains,
+    embeddedUri: embedded?.uri,
+    demoToken,
+    subscriptions: subscriptions.availability,
+    async stop() {
+      await doors.shutdown.begin();
+      // Sockets are told to go away (1001) while the HTTP server stops accepting and drains (see
+      // createApolloServer); then GraphQL stops, and the change streams close before the database.
+      await Promise.all([doors.subscriptionServer.close(), graphql.apollo.stop()]);
+      await subscriptions.close();
+      graphql.metrics.stop();
+      // Settlements write to the database: they finish (or are stopped) before it closes.
+      await settlementSweep?.stop();
+      await database.close();
+      await embedded?.close();
+    },
+  };
+}
+
+/** One schema and one operation pipeline for every door (/graphql, the REST layer, subscriptions), and Apollo Server over it. */
+async function startGraphQL({ config, logger, options, database, domains, subscriptions }: Parts) {
   const schema = buildSchema([domains.conversations.resolvers, domains.billing.resolvers, subscriptions.resolvers]);
   const restRoutes = prepareRoutes(options.restRoutes, schema);
   const httpServer = createHttpServer();
@@ -160,8 +199,13 @@ async function serve(
   const pipeline = new OperationPipeline({ schema, production: config.production, metrics: metrics.graphql, logger });
   const apollo = createApolloServer(pipeline, { production: config.production, httpServer, plugins: options.apolloPlugins });
   await apollo.start();
+  return { restRoutes, httpServer, metrics, pipeline, apollo };
+}
 
-  // HTTP: the app on the server Apollo Server drains when it stops.
+/** The HTTP app and the WebSocket server on the server Apollo Server drains when it stops, listening. */
+async function openDoors(parts: Parts, { restRoutes, httpServer, metrics, pipeline, apollo }: Awaited<ReturnType<typeof startGraphQL>>) {
+  const { config, logger, options, database, subscriptions, authenticator } = parts;
+  const createContext = contextFactory(parts.domains, subscriptions);
   const rateLimits = await createRateLimits({
     requestsPerSecond: config.rateLimit,
     sharedIn: config.rateLimitStore === 'mongo' ? database.connection.db : undefined,
@@ -173,19 +217,19 @@ async function serve(
     createContext,
     authenticator,
     rateLimits,
-    trustedDocuments: options.trustedDocuments,
     restRoutes,
-    openApi: JSON.stringify(openApiDocument(options.restRoutes, packageVersion, config.restBasePath)),
     database,
-    readinessDetails: subscriptions.metrics.counts,
     shutdown,
     metrics,
     logger,
+    trustedDocuments: options.trustedDocuments,
+    openApi: JSON.stringify(openApiDocument(options.restRoutes, packageVersion, config.restBasePath)),
+    readinessDetails: subscriptions.metrics.counts,
     trustProxy: config.trustProxy,
     corsOrigins: config.corsOrigins,
     restBasePath: config.restBasePath,
     // The playground offers the printed demo token, except in production.
-    playground: config.playground ? { demoToken: config.production ? undefined : demoToken } : undefined,
+    playground: config.playground ? { demoToken: config.production ? undefined : parts.demoToken } : undefined,
   });
   httpServer.on('request', app);
   // Subscriptions: WebSockets upgraded from the same server, on /graphql too.
@@ -195,41 +239,20 @@ async function serve(
     authenticator,
     createContext,
     rateLimits,
+    logger,
+    clock: parts.clock,
     messagesPerSecond: config.rateLimit,
     documentOf: (reference) => options.trustedDocuments.documentFor(reference),
     caps: config.subscriptionCaps,
     clientAddress: (request) => proxyAddress(request, app.get('trust proxy fn')),
     corsOrigins: config.corsOrigins,
     production: config.production,
-    clock,
     metrics: subscriptions.metrics,
-    logger,
   });
   await listen(httpServer, config.port, config.host);
   const { port } = httpServer.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  const settlementSweep = domains.billing.official?.startSweep(config.settlement.intervalMs);
-
-  return {
-    url: `http://${host}:${port}`,
-    database,
-    domains,
-    embeddedUri: embedded?.uri,
-    demoToken,
-    subscriptions: subscriptions.availability,
-    async stop() {
-      await shutdown.begin();
-      // Sockets are told to go away (1001) while the HTTP server stops accepting and drains (see
-      // createApolloServer); then GraphQL stops, and the change streams close before the database.
-      await Promise.all([subscriptionServer.close(), apollo.stop()]);
-      await subscriptions.close();
-      metrics.stop();
-      // Settlements write to the database: they finish (or are stopped) before it closes.
-      await settlementSweep?.stop();
-      await database.close();
-      await embedded?.close();
-    },
-  };
+  return { url: `http://${host}:${port}`, shutdown, subscriptionServer };
 }
 
 /** Each domain's factory, bound to the database: stores, a service per caller, resolvers. */

@@ -170,10 +170,9 @@ export async function readSeedFile(file: string): Promise<unknown> {
 async function checkSeed(accounts: AccountStore, data: unknown): Promise<{ users: SeedUser[]; conversations: SeedConversation[] }> {
   const file = fileSchema.safeParse(data);
   if (!file.success) {
-    const isObject = isRecord(data);
     const found = data === null ? 'null' : Array.isArray(data) ? 'an array' : typeof data;
     throw new SeedError(
-      isObject
+      isRecord(data)
         ? file.error.issues.map(describeIssue(''))
         : [`(file): must be a JSON object with "users" and "conversations" arrays, not ${found}`],
     );
@@ -181,78 +180,94 @@ async function checkSeed(accounts: AccountStore, data: unknown): Promise<{ users
   const problems: string[] = [];
   const users = validEntries(file.data.users, 'users', userSchema, problems);
   const conversations = validEntries(file.data.conversations, 'conversations', conversationSchema, problems);
+  const keys = listedKeys(file.data);
+  const listedUserIds = checkDuplicates(keys, problems);
+  await checkAgainstDatabase(accounts, keys, listedUserIds, problems);
+  if (problems.length > 0) {
+    throw new SeedError([...problems, `${problems.length} problem${problems.length === 1 ? '' : 's'}; nothing was written`]);
+  }
+  return { users, conversations };
+}
 
-  // Keys are compared wherever they are valid, even in entries with other problems, so that
-  // every problem is told at once.
-  const listedUsers = file.data.users.map((entry, index) => ({
-    at: `users[${index}]`,
-    id: field(entry, 'id', id),
-    username: field(entry, 'username', userSchema.shape.username),
-  }));
-  const listedKeys = file.data.users.flatMap((entry, index) => {
-    const keys = field(entry, 'apiKeys', z.array(z.unknown()));
-    const owner = field(entry, 'id', id);
-    return (keys ?? []).flatMap((key, keyIndex) =>
-      typeof key === 'string' && key.startsWith(API_KEY_PREFIX)
-        ? [{ at: `users[${index}].apiKeys[${keyIndex}]`, key: hashApiKey(key), owner }]
-        : [],
-    );
-  });
-  const listedConversations = file.data.conversations.map((entry, index) => ({
-    at: `conversations[${index}]`,
-    userId: field(entry, 'userId', id),
-    id: field(entry, 'id', id),
-  }));
+/**
+ * The unique keys of the file's entries, where they are valid, even in entries with other
+ * problems, so that every problem is told at once.
+ */
+function listedKeys(file: { users: unknown[]; conversations: unknown[] }) {
+  return {
+    users: file.users.map((entry, index) => ({
+      at: `users[${index}]`,
+      id: field(entry, 'id', id),
+      username: field(entry, 'username', userSchema.shape.username),
+    })),
+    apiKeys: file.users.flatMap((entry, index) => {
+      const keys = field(entry, 'apiKeys', z.array(z.unknown()));
+      const owner = field(entry, 'id', id);
+      return (keys ?? []).flatMap((key, keyIndex) =>
+        typeof key === 'string' && key.startsWith(API_KEY_PREFIX)
+          ? [{ at: `users[${index}].apiKeys[${keyIndex}]`, key: hashApiKey(key), owner }]
+          : [],
+      );
+    }),
+    conversations: file.conversations.map((entry, index) => ({
+      at: `conversations[${index}]`,
+      userId: field(entry, 'userId', id),
+      id: field(entry, 'id', id),
+    })),
+  };
+}
 
-  // Duplicates in the file.
+/** Keys listed twice in the file go to `problems`; answers the user ids the file lists. */
+function checkDuplicates(listed: ReturnType<typeof listedKeys>, problems: string[]): ReadonlyMap<number, string> {
   const listedUserIds = firstOccurrences(
-    listedUsers.filter((user) => user.id !== undefined).map((user) => ({ at: `${user.at}.id`, key: user.id! })),
+    listed.users.filter((user) => user.id !== undefined).map((user) => ({ at: `${user.at}.id`, key: user.id! })),
     problems,
     (key) => `user ${key} is listed twice`,
   );
   firstOccurrences(
-    listedUsers.filter((user) => user.username !== undefined).map((user) => ({ at: `${user.at}.username`, key: user.username! })),
+    listed.users.filter((user) => user.username !== undefined).map((user) => ({ at: `${user.at}.username`, key: user.username! })),
     problems,
     (key) => `"${key}" is listed twice`,
   );
-  firstOccurrences(listedKeys, problems, () => 'this key is listed twice');
+  firstOccurrences(listed.apiKeys, problems, () => 'this key is listed twice');
   firstOccurrences(
-    listedConversations
+    listed.conversations
       .filter((entry) => entry.userId !== undefined && entry.id !== undefined)
       .map((entry) => ({ at: entry.at, key: `${entry.id} of user ${entry.userId}` })),
     problems,
     (key) => `conversation ${key} is listed twice`,
   );
+  return listedUserIds;
+}
 
-  // Against the database: owners, and the unique keys other users hold there.
-  const ownersElsewhere = [
-    ...new Set(
-      listedConversations.flatMap((entry) => (entry.userId === undefined || listedUserIds.has(entry.userId) ? [] : [entry.userId])),
-    ),
-  ];
+/** Against the database: conversations' owners, and the unique keys other users hold there. */
+async function checkAgainstDatabase(
+  accounts: AccountStore,
+  listed: ReturnType<typeof listedKeys>,
+  listedUserIds: ReadonlyMap<number, string>,
+  problems: string[],
+): Promise<void> {
+  const ownersElsewhere = new Set(
+    listed.conversations.flatMap((entry) => (entry.userId === undefined || listedUserIds.has(entry.userId) ? [] : [entry.userId])),
+  );
   const [existingOwners, usernameOwners, keyOwners] = await Promise.all([
-    accounts.existingUserIds(ownersElsewhere),
-    accounts.userIdsByUsername(listedUsers.flatMap((user) => (user.username === undefined ? [] : [user.username]))),
-    accounts.apiKeyOwners(listedKeys.map(({ key }) => key)),
+    accounts.existingUserIds([...ownersElsewhere]),
+    accounts.userIdsByUsername(listed.users.flatMap((user) => (user.username === undefined ? [] : [user.username]))),
+    accounts.apiKeyOwners(listed.apiKeys.map(({ key }) => key)),
   ]);
-  for (const { at, userId } of listedConversations) {
+  for (const { at, userId } of listed.conversations) {
     if (userId !== undefined && !listedUserIds.has(userId) && !existingOwners.has(userId)) {
       problems.push(`${at}.userId: user ${userId} is neither in the file nor in the database`);
     }
   }
-  for (const { at, id: userId, username } of listedUsers) {
+  for (const { at, id: userId, username } of listed.users) {
     const owner = username === undefined ? undefined : usernameOwners.get(username);
     if (owner !== undefined && owner !== userId) problems.push(`${at}.username: "${username}" belongs to user ${owner} in the database`);
   }
-  for (const { at, key, owner: userId } of listedKeys) {
+  for (const { at, key, owner: userId } of listed.apiKeys) {
     const owner = keyOwners.get(key);
     if (owner !== undefined && owner !== userId) problems.push(`${at}: this key belongs to user ${owner} in the database`);
   }
-
-  if (problems.length > 0) {
-    throw new SeedError([...problems, `${problems.length} problem${problems.length === 1 ? '' : 's'}; nothing was written`]);
-  }
-  return { users, conversations };
 }
 
 /** The entries that match `schema`; every other entry's problems go to `problems`. */

@@ -35,6 +35,18 @@ interface Running {
   stream?: ChangeStream;
 }
 
+/** One run of a feed's stream, across the reopenings after each cut. */
+interface StreamLife {
+  running: Running;
+  /** Settles the feed's `opened` promise: once open, or with the error that kept it from opening. */
+  opened: (error?: unknown) => void;
+  /** Where to resume from: the last change handed out (or the end of the last batch). */
+  token?: ResumeToken;
+  isOpen: boolean;
+  /** Attempts in a row that failed since the stream last answered. */
+  failures: number;
+}
+
 /** How long one `getMore` waits for changes on the server; also how soon a feed notices it has no listeners left. */
 const MAX_AWAIT_MS = 1_000;
 /** Waits between attempts to reopen a cut stream: doubling from the first, up to the second. */
@@ -111,83 +123,104 @@ export class ChangeFeed<Change> {
     return this.running.opened;
   }
 
+  /** Runs the stream until no listener is left or the feed closes: reopened after each cut, from its last change. */
   private async run(running: Running, opened: (error?: unknown) => void): Promise<void> {
-    const { collection, pipeline, streamOptions, logger, observer } = this.options;
-    const isCurrent = () => this.running === running && !this.closed;
-    let token: ResumeToken | undefined;
-    let isOpen = false;
-    let failures = 0;
-    while (isCurrent()) {
-      const stream = collection.watch(pipeline, {
-        ...streamOptions,
-        maxAwaitTimeMS: MAX_AWAIT_MS,
-        ...(token === undefined ? {} : { startAfter: token }),
-      });
-      running.stream = stream;
-      const markOpen = () => {
-        if (isOpen || !isCurrent()) return;
-        isOpen = true;
-        observer.streamOpened(this.name);
-        opened();
-      };
-      // The driver caches a resume token as each change is handed out and as each batch ends. The
-      // `aggregate` that opens the stream answers with the first: from then on, every change is the
-      // stream's (while the first `tryNext` goes on to wait in a `getMore`).
-      stream.on('resumeTokenChanged', (resumeToken: ResumeToken) => {
-        token = resumeToken;
-        markOpen();
-      });
+    const life: StreamLife = { running, opened, isOpen: false, failures: 0 };
+    while (this.isCurrent(running)) {
+      const stream = this.open(life);
       try {
-        for (;;) {
-          const change = await stream.tryNext();
-          if (!isCurrent()) break;
-          markOpen();
-          if (failures > 0) {
-            logger.info({ collection: this.name }, 'change stream reopened after its last change: no change was missed');
-            observer.streamRestarted(this.name, true);
-            failures = 0;
-          }
-          if (change) this.dispatch(change);
-          // The collection was dropped or renamed (an `invalidate`): go on after it.
-          if (stream.closed) break;
-          // No listener left: the stream closes; the next listener opens a new one.
-          if (this.listenerCount === 0) {
-            this.running = undefined;
-            break;
-          }
-        }
+        await this.consume(stream, life);
       } catch (error) {
-        if (!isCurrent()) break;
-        if (!isOpen) {
-          // Never opened (a standalone server, the database away): those waiting get the error.
-          this.running = undefined;
-          opened(error);
-          break;
-        }
-        if (isHistoryLost(error)) {
-          logger.warn(
-            { err: error, collection: this.name },
-            'change stream history lost: the database no longer holds the changes since the last one delivered (it restarted, or its oplog rolled over); reopened from now, and every subscriber is told that changes were missed',
-          );
-          observer.streamRestarted(this.name, false);
-          token = undefined;
-          failures = 0;
-          this.missedByAll();
-        } else {
-          if (failures === 0) {
-            logger.warn(
-              { err: error, collection: this.name },
-              'change stream interrupted: reopening it from its last change once the database answers',
-            );
-          }
-          await sleep(Math.min(RETRY_DELAY_MS.first * 2 ** failures, RETRY_DELAY_MS.max));
-          failures += 1;
-        }
+        if (!(await this.recover(error, life))) break;
       } finally {
         await stream.close().catch(() => {});
       }
     }
-    if (isOpen) observer.streamClosed(this.name);
+    if (life.isOpen) this.options.observer.streamClosed(this.name);
+  }
+
+  private isCurrent(running: Running): boolean {
+    return this.running === running && !this.closed;
+  }
+
+  /** A stream from the last change seen (or from now), marked open once the database answers it. */
+  private open(life: StreamLife): ChangeStream {
+    const { collection, pipeline, streamOptions } = this.options;
+    const stream = collection.watch(pipeline, {
+      ...streamOptions,
+      maxAwaitTimeMS: MAX_AWAIT_MS,
+      ...(life.token === undefined ? {} : { startAfter: life.token }),
+    });
+    life.running.stream = stream;
+    // The driver caches a resume token as each change is handed out and as each batch ends. The
+    // `aggregate` that opens the stream answers with the first: from then on, every change is the
+    // stream's (while the first `tryNext` goes on to wait in a `getMore`).
+    stream.on('resumeTokenChanged', (resumeToken: ResumeToken) => {
+      life.token = resumeToken;
+      this.markOpen(life);
+    });
+    return stream;
+  }
+
+  private markOpen(life: StreamLife): void {
+    if (life.isOpen || !this.isCurrent(life.running)) return;
+    life.isOpen = true;
+    this.options.observer.streamOpened(this.name);
+    life.opened();
+  }
+
+  /** Hands out each change until the stream ends, the feed stops being current, or no listener is left. */
+  private async consume(stream: ChangeStream, life: StreamLife): Promise<void> {
+    for (;;) {
+      const change = await stream.tryNext();
+      if (!this.isCurrent(life.running)) return;
+      this.markOpen(life);
+      if (life.failures > 0) {
+        this.options.logger.info({ collection: this.name }, 'change stream reopened after its last change: no change was missed');
+        this.options.observer.streamRestarted(this.name, true);
+        life.failures = 0;
+      }
+      if (change) this.dispatch(change);
+      // The collection was dropped or renamed (an `invalidate`): go on after it.
+      if (stream.closed) return;
+      // No listener left: the stream closes; the next listener opens a new one.
+      if (this.listenerCount === 0) {
+        this.running = undefined;
+        return;
+      }
+    }
+  }
+
+  /** After a stream failed: false when the feed stops (never opened, or no longer current); true to reopen it. */
+  private async recover(error: unknown, life: StreamLife): Promise<boolean> {
+    const { logger, observer } = this.options;
+    if (!this.isCurrent(life.running)) return false;
+    if (!life.isOpen) {
+      // Never opened (a standalone server, the database away): those waiting get the error.
+      this.running = undefined;
+      life.opened(error);
+      return false;
+    }
+    if (isHistoryLost(error)) {
+      logger.warn(
+        { err: error, collection: this.name },
+        'change stream history lost: the database no longer holds the changes since the last one delivered (it restarted, or its oplog rolled over); reopened from now, and every subscriber is told that changes were missed',
+      );
+      observer.streamRestarted(this.name, false);
+      life.token = undefined;
+      life.failures = 0;
+      this.missedByAll();
+      return true;
+    }
+    if (life.failures === 0) {
+      logger.warn(
+        { err: error, collection: this.name },
+        'change stream interrupted: reopening it from its last change once the database answers',
+      );
+    }
+    await sleep(Math.min(RETRY_DELAY_MS.first * 2 ** life.failures, RETRY_DELAY_MS.max));
+    life.failures += 1;
+    return true;
   }
 
   private dispatch(document: Document): void {
