@@ -1,8 +1,8 @@
-import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 
 import { type Failure, type FailureField, failureOf, graphqlAnswer, type HttpAnswer, legacyAnswer, noSuchEndpoint } from '../errors.js';
 import { requestIdOf } from '../observability/request-log.js';
-import { sendAnswer } from './json-answer.js';
+import { inPreferredMediaType, sendAnswer } from './json-answer.js';
 
 /**
  * Answers whatever a step of the request threw, rendered for the surface it belongs to.
@@ -10,18 +10,20 @@ import { sendAnswer } from './json-answer.js';
  * A request refused before its body arrived (credentials, rate limit, size) also loses its
  * connection: otherwise Node would keep reading the unwanted body, however slowly it comes.
  */
-function answerFailures(render: (failure: Failure, requestId: string) => HttpAnswer): ErrorRequestHandler {
+function answerFailures(render: (failure: Failure, requestId: string, request: Request) => HttpAnswer): ErrorRequestHandler {
   return (error: unknown, request, response, next) => {
     if (response.headersSent) return next(error);
     const failure = failureOf(error);
     if (failure.kind === 'internal') request.log.error({ err: failure.originalError ?? error }, 'request failed');
     if (!request.complete) response.setHeader('Connection', 'close');
-    sendAnswer(response, render(failure, requestIdOf(request)));
+    sendAnswer(response, render(failure, requestIdOf(request), request));
   };
 }
 
 /** Failures on `/graphql` before Apollo Server runs (credentials, limits, the body), as GraphQL responses. */
-export const graphqlFailures = answerFailures(graphqlAnswer);
+export const graphqlFailures = answerFailures((failure, requestId, request) =>
+  inPreferredMediaType(graphqlAnswer(failure, requestId), request),
+);
 
 /** Failures of a legacy endpoint, in its usual shape; `error` also serves paths that match no endpoint. */
 export const legacyFailures = (field: FailureField) => answerFailures((failure, requestId) => legacyAnswer(failure, field, requestId));
