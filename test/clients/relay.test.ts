@@ -93,8 +93,11 @@ const fetchFunction: FetchFunction = async (request, variables) => {
   return (await response.json()) as GraphQLResponse;
 };
 
-/** Relay's default Environment, with nothing configured but how to reach the gateway (HTTP and graphql-ws). */
-function defaultEnvironment(): { environment: Environment; close: () => Promise<void> } {
+/**
+ * Runs `use` with Relay's default Environment, configured with nothing but how to reach the
+ * gateway (HTTP and graphql-ws), then closes its socket.
+ */
+async function withDefaultEnvironment(use: (environment: Environment) => Promise<void>): Promise<void> {
   const sockets = createClient({
     url: `${gateway.url.replace(/^http/, 'ws')}/graphql`,
     webSocketImpl: WebSocket,
@@ -111,8 +114,11 @@ function defaultEnvironment(): { environment: Environment; close: () => Promise<
         },
       ),
     );
-  const environment = new Environment({ network: Network.create(fetchFunction, subscribe), store: new Store(new RecordSource()) });
-  return { environment, close: async () => await sockets.dispose() };
+  try {
+    await use(new Environment({ network: Network.create(fetchFunction, subscribe), store: new Store(new RecordSource()) }));
+  } finally {
+    await sockets.dispose();
+  }
 }
 
 /**
@@ -151,9 +157,8 @@ describe('a Relay app', () => {
     expect(config.projects.app).toEqual({ schemaDir: '../../../schema', language: 'typescript' });
   });
 
-  it('pages forward, each page merged into the one connection, with the pagination query relay-compiler made', async () => {
-    const { environment, close } = defaultEnvironment();
-    try {
+  it('pages forward, each page merged into the one connection, with the pagination query relay-compiler made', () =>
+    withDefaultEnvironment(async (environment) => {
       const list = await sideBar(environment, { first: 5 });
       expect(list.numbers()).toEqual([12, 11, 10, 9, 8]);
       expect(list.read().conversations.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: false });
@@ -162,14 +167,10 @@ describe('a Relay app', () => {
       expect(list.numbers()).toEqual([12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1]);
       expect(list.read().conversations).toMatchObject({ totalCount: 12, pageInfo: { hasNextPage: false } });
       expect(sent.slice(-3)).toEqual(['AppQuery', 'ConversationListPaginationQuery', 'ConversationListPaginationQuery']);
-    } finally {
-      await close();
-    }
-  });
+    }));
 
-  it('pages backward from the oldest, each page put before the last', async () => {
-    const { environment, close } = defaultEnvironment();
-    try {
+  it('pages backward from the oldest, each page put before the last', () =>
+    withDefaultEnvironment(async (environment) => {
       const list = await sideBar(environment, { last: 3 });
       expect(list.numbers()).toEqual([3, 2, 1]);
       expect(list.read().conversations.pageInfo).toMatchObject({ hasNextPage: false, hasPreviousPage: true });
@@ -178,14 +179,10 @@ describe('a Relay app', () => {
       await list.load('backward', 10);
       expect(list.numbers()).toEqual([12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1]);
       expect(list.read().conversations.pageInfo).toMatchObject({ hasPreviousPage: false });
-    } finally {
-      await close();
-    }
-  });
+    }));
 
-  it('refetches a conversation through node with the refetch query of its @refetchable fragment', async () => {
-    const { environment, close } = defaultEnvironment();
-    try {
+  it('refetches a conversation through node with the refetch query of its @refetchable fragment', () =>
+    withDefaultEnvironment(async (environment) => {
       const list = await sideBar(environment, { first: 3 });
       const eleven = list.read().conversations.edges[1]!.node!;
       const [refetch, item] = await Promise.all([
@@ -205,14 +202,10 @@ describe('a Relay app', () => {
       await fetchQuery(environment, refetch, { id: eleven.id }).toPromise();
       expect(environment.lookup(row).data).toMatchObject({ id: eleven.id, number: 11, name: 'Renamed elsewhere' });
       expect(sent.at(-1)).toBe('ConversationItemRefetchQuery');
-    } finally {
-      await close();
-    }
-  });
+    }));
 
-  it("deletes with @deleteRecord, which removes the conversation's record from the store", async () => {
-    const { environment, close } = defaultEnvironment();
-    try {
+  it("deletes with @deleteRecord, which removes the conversation's record from the store", () =>
+    withDefaultEnvironment(async (environment) => {
       const list = await sideBar(environment, { first: 3 });
       const twelve = list.read().conversations.edges[0]!.node!;
       const source = () => environment.getStore().getSource();
@@ -226,14 +219,10 @@ describe('a Relay app', () => {
       expect(list.read().conversations.edges[0]!.node).toBeNull();
       const load = await fetch(`${gateway.url}/conversation/load?id=12`, { headers: { authorization } });
       expect(await load.json()).toEqual({ status: false, message: 'conversation not found' });
-    } finally {
-      await close();
-    }
-  });
+    }));
 
-  it('keeps the connection current from subscription events alone: @prependNode and @deleteEdge', async () => {
-    const { environment, close } = defaultEnvironment();
-    try {
+  it('keeps the connection current from subscription events alone: @prependNode and @deleteEdge', () =>
+    withDefaultEnvironment(async (environment) => {
       const list = await sideBar(environment, { first: 3 });
       expect(list.numbers()).toEqual([11, 10, 9]);
       const subscription = await artifact<ConcreteRequest>('ConversationEventsSubscription');
@@ -272,8 +261,5 @@ describe('a Relay app', () => {
       expect(list.numbers()).toEqual([11, 10, 9]);
       expect(events).toHaveLength(3);
       disposable.dispose();
-    } finally {
-      await close();
-    }
-  });
+    }));
 });
