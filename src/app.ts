@@ -82,10 +82,12 @@ export function createApp(options: AppOptions): Express {
   app.use(rateLimits.byAddress);
   if (metrics.endpoint) app.get('/metrics', metrics.endpoint);
 
+  // Endpoints are routes at their full path, never handlers mounted at one: a request is named in
+  // the metrics and the log after the route it matched (`request-end.ts`), whatever its spelling.
   // Before the playground's router, which would answer an OPTIONS itself.
-  app.use('/graphql', graphqlMethods);
+  app.all('/graphql', graphqlMethods);
   if (options.playground) app.use(playgroundRouter(options.playground));
-  app.use(
+  app.all(
     '/graphql',
     notStored,
     requireCaller(authenticator),
@@ -104,6 +106,8 @@ export function createApp(options: AppOptions): Express {
     }),
     graphqlFailures,
   );
+  // Failures thrown before the route (the per-address limit), in the same shape: Express skips routes once a step has failed.
+  app.use('/graphql', graphqlFailures);
 
   app.get('/openapi.json', (_request, response) => {
     response.type('application/json').send(options.openApi);

@@ -41,8 +41,11 @@ export interface Config {
   restBasePath: string | undefined;
   /** On SIGTERM/SIGINT, how long `/readyz` answers 503 while requests are still served, before the port closes. */
   shutdownDelayMs: number;
-  /** Subscriptions one caller may run at once, and WebSockets one client address may hold open (per instance). */
-  subscriptionCaps: { subscriptionsPerCaller: number; websocketsPerAddress: number };
+  /**
+   * Subscriptions one caller may run at once, WebSockets one client address may hold open (per
+   * instance), and what the server may hold unsent for one WebSocket before it drops it.
+   */
+  subscriptionCaps: { subscriptionsPerCaller: number; websocketsPerAddress: number; bufferedBytesPerWebsocket: number };
 }
 
 export interface SsoConfig {
@@ -203,6 +206,7 @@ const VARIABLES = {
   SHUTDOWN_DELAY_MS: wholeNumber(0, 600_000).optional(),
   SUBSCRIPTIONS_PER_CALLER: wholeNumber(1, 1_000_000).default(20),
   WEBSOCKETS_PER_ADDRESS: wholeNumber(1, 1_000_000).default(100),
+  WEBSOCKET_MAX_BUFFERED_BYTES: wholeNumber(1_024, 1_073_741_824).default(1_048_576),
 };
 
 export type VariableName = keyof typeof VARIABLES;
@@ -319,7 +323,11 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     corsOrigins: env.CORS_ORIGINS,
     restBasePath: env.REST_BASE_PATH,
     shutdownDelayMs: shutdownDelayMs(env.SHUTDOWN_DELAY_MS, production),
-    subscriptionCaps: { subscriptionsPerCaller: env.SUBSCRIPTIONS_PER_CALLER, websocketsPerAddress: env.WEBSOCKETS_PER_ADDRESS },
+    subscriptionCaps: {
+      subscriptionsPerCaller: env.SUBSCRIPTIONS_PER_CALLER,
+      websocketsPerAddress: env.WEBSOCKETS_PER_ADDRESS,
+      bufferedBytesPerWebsocket: env.WEBSOCKET_MAX_BUFFERED_BYTES,
+    },
   };
 }
 
@@ -333,8 +341,8 @@ export function loadTokenConfig(environment: NodeJS.ProcessEnv = process.env): P
   return { jwtSecret: loadVariables(['JWT_SECRET'], environment).JWT_SECRET };
 }
 
-/** `npm run seed`: the database, and the log level. */
-export function loadSeedConfig(environment: NodeJS.ProcessEnv = process.env): Pick<Config, 'mongodbUri' | 'logLevel'> {
+/** `npm run seed` and `npm run import`: the database they write, and the log level. */
+export function loadDataCommandConfig(environment: NodeJS.ProcessEnv = process.env): Pick<Config, 'mongodbUri' | 'logLevel'> {
   const env = loadVariables(['MONGODB_URI', 'LOG_LEVEL'], environment);
   return { mongodbUri: env.MONGODB_URI, logLevel: env.LOG_LEVEL };
 }

@@ -12,7 +12,8 @@ export const MAX_CONVERSATION_NAME_LENGTH = 256;
 /**
  * What one connection may hold of the HTTP server (gateway and REST sidecar alike), set in
  * `http/server.ts`. A request whose body is refused before it is read (401, 413, 429) also
- * closes its connection at once (`http/failures.ts`), so a trickled body holds nothing.
+ * closes its connection once the client could read the answer, within `REFUSED_BODY_DRAIN`, so a
+ * trickled body holds little.
  */
 export const HTTP_SERVER_LIMITS = {
   /** Request line and headers larger than this are refused with 431 (Node's default, made explicit). */
@@ -27,6 +28,23 @@ export const HTTP_SERVER_LIMITS = {
   timeoutCheckIntervalMs: 1_000,
   /** Connections open at once; further ones are closed as they arrive. */
   maxConnections: 10_000,
+} as const;
+
+/**
+ * What a connection may still send of a body refused before it was read (401, 413, 429), after
+ * its answer is written and before the connection closes (`http/refused-body.ts`). Closing while
+ * the client is still sending resets the connection, and a client busy sending (Node's fetch among
+ * them) then reports the reset instead of the answer it was sent (RFC 9112 §9.6). A client stops
+ * sending once it has read the answer, within a round trip or two; a trickle or a flood is cut here.
+ */
+export const REFUSED_BODY_DRAIN = {
+  /** From the answer to the close, at most. */
+  timeoutMs: 2_000,
+  /**
+   * Read and thrown away, at most: well over what a client still has in flight when it reads the
+   * answer (Node's fetch sending 50 MB over loopback had sent up to 6 MB more by then).
+   */
+  maxBytes: 16 * 1024 * 1024,
 } as const;
 
 /**

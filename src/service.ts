@@ -195,6 +195,7 @@ async function serve(
     authenticator,
     createContext,
     rateLimits,
+    messagesPerSecond: config.rateLimit,
     documentOf: (reference) => options.trustedDocuments.documentFor(reference),
     caps: config.subscriptionCaps,
     clientAddress: (request) => proxyAddress(request, app.get('trust proxy fn')),

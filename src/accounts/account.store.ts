@@ -1,8 +1,9 @@
 import type { Timestamp } from 'mongodb';
 
 import type { Gift } from '../billing/gift.js';
+import { insertMissing, type InsertMissingResult } from '../db/insert-missing.js';
 import type { ApiKeyModel } from './api-key.model.js';
-import type { UserModel } from './user.model.js';
+import { BALANCE_FIELDS, balanceMicrosOf, legacyMicros, type UserModel } from './user.model.js';
 
 /** What buying and gifts need to know of a user. */
 export interface BillingAccount {
@@ -12,6 +13,12 @@ export interface BillingAccount {
   grantedGifts: Gift[];
 }
 
+/** A balance as stored: what this service wrote, and what writers of the old unit wrote beside it (both in micro-points). */
+export interface StoredBalance {
+  micros: number;
+  legacyMicros: number;
+}
+
 /** Users and their API keys: the only code that touches those collections. */
 export class AccountStore {
   constructor(
@@ -19,22 +26,25 @@ export class AccountStore {
     private readonly apiKeys: ApiKeyModel,
   ) {}
 
-  /** The balance in ten-thousandths of a point (none without a record) and the orders still awaiting credit, read by one command. */
-  async balance(userId: number): Promise<{ units: number; pendingOrders: string[] }> {
-    const user = await this.users.findOne({ id: userId }, { _id: 0, balanceUnits: 1, pendingOrders: 1 }).lean();
-    return { units: user?.balanceUnits ?? 0, pendingOrders: user?.pendingOrders ?? [] };
+  /** The balance in micro-points (none without a record) and the orders still awaiting credit, read by one command. */
+  async balance(userId: number): Promise<{ micros: number; pendingOrders: string[] }> {
+    const user = await this.users.findOne({ id: userId }, { _id: 0, ...BALANCE_FIELDS, pendingOrders: 1 }).lean();
+    return { micros: balanceMicrosOf(user), pendingOrders: user?.pendingOrders ?? [] };
   }
 
   /**
-   * The balance in ten-thousandths of a point, with the cluster time the read happened at (the
+   * The balance in micro-points, with the cluster time the read happened at (the
    * server's `operationTime`; absent on a standalone server): every write at or before that time
    * may be in it, no later one is. A balance subscription orders change events by it.
    */
-  async balanceAt(userId: number): Promise<{ units: number; at: Timestamp | undefined }> {
+  async balanceAt(userId: number): Promise<{ balance: StoredBalance; at: Timestamp | undefined }> {
     const session = await this.users.startSession();
     try {
-      const user = await this.users.findOne({ id: userId }, { _id: 0, balanceUnits: 1 }).session(session).lean();
-      return { units: user?.balanceUnits ?? 0, at: session.operationTime };
+      const user = await this.users
+        .findOne({ id: userId }, { _id: 0, ...BALANCE_FIELDS })
+        .session(session)
+        .lean();
+      return { balance: { micros: user?.balanceMicros ?? 0, legacyMicros: legacyMicros(user?.balanceUnits) }, at: session.operationTime };
     } finally {
       await session.endSession();
     }
@@ -54,20 +64,20 @@ export class AccountStore {
   }
 
   /**
-   * Credits a paid order: adds `units` and removes the order from the pending set in one
+   * Credits a paid order: adds `micros` and removes the order from the pending set in one
    * single-document update that matches only while the order is pending, so a second credit of
    * the same order, from any request or instance, matches nothing. Returns the new balance, or
    * null when the order was not pending (already credited or dropped).
    */
-  async creditOrder(userId: number, order: string, units: number): Promise<number | null> {
+  async creditOrder(userId: number, order: string, micros: number): Promise<number | null> {
     const user = await this.users
       .findOneAndUpdate(
         { id: userId, pendingOrders: order },
-        { $inc: { balanceUnits: units }, $pull: { pendingOrders: order } },
-        { returnDocument: 'after', projection: { _id: 0, balanceUnits: 1 } },
+        { $inc: { balanceMicros: micros }, $pull: { pendingOrders: order } },
+        { returnDocument: 'after', projection: { _id: 0, ...BALANCE_FIELDS } },
       )
       .lean();
-    return user?.balanceUnits ?? null;
+    return user === null ? null : balanceMicrosOf(user);
   }
 
   /** Removes an order that was not paid from the pending set, crediting nothing. */
@@ -79,18 +89,18 @@ export class AccountStore {
    * Credits an order that had been declined and was found paid later, unless it was credited so
    * before: the guard is the order's place in `lateCredits`, added in the same update.
    */
-  async creditLateOrder(userId: number, order: string, units: number): Promise<void> {
+  async creditLateOrder(userId: number, order: string, micros: number): Promise<void> {
     await this.users.updateOne(
       { id: userId, lateCredits: { $ne: order } },
-      { $inc: { balanceUnits: units }, $addToSet: { lateCredits: order } },
+      { $inc: { balanceMicros: micros }, $addToSet: { lateCredits: order } },
     );
   }
 
   /** Credits a gift package unless this user already has it; true when this call credited it. */
-  async creditGift(userId: number, gift: Gift, units: number): Promise<boolean> {
+  async creditGift(userId: number, gift: Gift, micros: number): Promise<boolean> {
     const result = await this.users.updateOne(
       { id: userId, grantedGifts: { $ne: gift } },
-      { $inc: { balanceUnits: units }, $addToSet: { grantedGifts: gift } },
+      { $inc: { balanceMicros: micros }, $addToSet: { grantedGifts: gift } },
     );
     return result.modifiedCount === 1;
   }
@@ -101,13 +111,18 @@ export class AccountStore {
   }
 
   /** Creates or updates users (by id), setting each balance to the given value. One command per call. */
-  async upsertUsers(users: readonly { id: number; username: string; balanceUnits: number }[]): Promise<void> {
+  async upsertUsers(users: readonly { id: number; username: string; balanceMicros: number }[]): Promise<void> {
     if (users.length === 0) return;
     await this.users.bulkWrite(
       users.map((user) => ({
         updateOne: {
           filter: { id: user.id },
-          update: { $set: { username: user.username, balanceUnits: user.balanceUnits }, $setOnInsert: { lastConversationId: 0 } },
+          // The balance given is the whole balance: none is left in the old unit beside it.
+          update: {
+            $set: { username: user.username, balanceMicros: user.balanceMicros },
+            $unset: { balanceUnits: '' },
+            $setOnInsert: { lastConversationId: 0 },
+          },
           upsert: true,
         },
       })),
@@ -123,11 +138,53 @@ export class AccountStore {
     );
   }
 
-  /** Moves each user's conversation-id sequence to at least the given id, so ids loaded are never handed out again. */
+  /**
+   * Moves each user's conversation-id sequence to at least the given id, so ids loaded are never
+   * handed out again. A sequence already there is left as it is, timestamps included.
+   */
   async reserveConversationIds(highestIds: ReadonlyMap<number, number>): Promise<void> {
     if (highestIds.size === 0) return;
     await this.users.bulkWrite(
-      [...highestIds].map(([userId, id]) => ({ updateOne: { filter: { id: userId }, update: { $max: { lastConversationId: id } } } })),
+      [...highestIds].map(([userId, id]) => ({
+        updateOne: { filter: { id: userId }, update: { $max: { lastConversationId: id } }, timestamps: false },
+      })),
+      { ordered: false },
+    );
+  }
+
+  /**
+   * Creates the users not there yet (by id), with their balances; a user already there is left as
+   * it is. A user whose username another user holds is among the `duplicates`.
+   */
+  async insertMissingUsers(users: readonly { id: number; username: string; balanceMicros: number }[]): Promise<InsertMissingResult> {
+    return insertMissing(
+      this.users,
+      users.map((user) => ({ key: { id: user.id }, document: { ...user, lastConversationId: 0 } })),
+    );
+  }
+
+  /** The username and balance of each of these users that has a record. */
+  async usersById(ids: readonly number[]): Promise<Map<number, { username: string; balanceMicros: number }>> {
+    if (ids.length === 0) return new Map();
+    const users = await this.users.find({ id: { $in: ids } }, { _id: 0, id: 1, username: 1, ...BALANCE_FIELDS }).lean();
+    return new Map(users.map((user) => [user.id, { username: user.username, balanceMicros: balanceMicrosOf(user) }]));
+  }
+
+  /** Adds the API keys (by hash) not there yet; a key already there keeps its owner. */
+  async insertMissingApiKeys(keys: readonly { hash: string; userId: number }[]): Promise<InsertMissingResult> {
+    return insertMissing(
+      this.apiKeys,
+      keys.map((key) => ({ key: { hash: key.hash }, document: key })),
+    );
+  }
+
+  /** Records gift packages as credited, so they are never credited again; the balances are left as they are. */
+  async markGiftsGranted(gifts: readonly { userId: number; gift: Gift }[]): Promise<void> {
+    if (gifts.length === 0) return;
+    await this.users.bulkWrite(
+      gifts.map(({ userId, gift }) => ({
+        updateOne: { filter: { id: userId }, update: { $addToSet: { grantedGifts: gift } }, timestamps: false },
+      })),
       { ordered: false },
     );
   }

@@ -1,7 +1,8 @@
 import type { AccountStore } from '../accounts/account.store.js';
 import { type Clock, systemClock } from '../clock.js';
 import { VERIFIED_TOKENS_HELD } from '../limits.js';
-import { API_KEY_PREFIX, hashApiKey } from './api-key.js';
+import { hashApiKey } from './api-key.js';
+import { credentialOf } from './credential.js';
 import { VerifiedTokens } from './verified-tokens.js';
 
 export interface Caller {
@@ -13,9 +14,6 @@ export interface Caller {
    */
   acceptedUntil?: number;
 }
-
-/** Tokens and keys are printable ASCII without spaces; anything else is refused before any lookup. */
-const CREDENTIAL_PATTERN = /^[\x21-\x7e]{1,4096}$/;
 
 /** Turns an `Authorization` header (`Bearer <credential>` or the bare credential) into a caller. */
 export class Authenticator {
@@ -35,15 +33,8 @@ export class Authenticator {
   async authenticate(authorization: string | undefined): Promise<Caller | null> {
     const credential = credentialOf(authorization);
     if (credential === null) return null;
-    if (!credential.startsWith(API_KEY_PREFIX)) return this.tokens.verify(credential, this.clock.now());
-    const userId = await this.accounts.userIdForApiKeyHash(hashApiKey(credential));
+    if (credential.kind === 'accessToken') return this.tokens.verify(credential.text, this.clock.now());
+    const userId = await this.accounts.userIdForApiKeyHash(hashApiKey(credential.text));
     return userId === null ? null : { userId };
   }
-}
-
-function credentialOf(authorization: string | undefined): string | null {
-  if (authorization === undefined) return null;
-  const value = authorization.trim();
-  const credential = /^bearer\s/i.test(value) ? value.slice(7).trim() : value;
-  return CREDENTIAL_PATTERN.test(credential) ? credential : null;
 }

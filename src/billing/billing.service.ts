@@ -1,11 +1,11 @@
 import type { AccountStore } from '../accounts/account.store.js';
-import { pointsToUnits, unitsToPoints } from '../accounts/points.js';
+import { microsToPoints, pointsToMicros } from '../accounts/points.js';
 import { notAvailable } from '../errors.js';
 import type { UserError } from '../graphql/generated/resolvers.js';
 import { type Outcome, userErrors } from '../shared/user-error.js';
 import { type Gift, GIFT_POINTS, type GiftPackage, GIFTS } from './gift.js';
 import type { OfficialBilling } from './official-billing.js';
-import type { BuyResult } from './purchases.js';
+import type { BuyResult } from './purchase-lifecycle.js';
 import { SsoUnavailableError } from './sso-client.js';
 
 export const MIN_PURCHASE = 1;
@@ -39,14 +39,14 @@ export class BillingService {
 
   /** One database read, plus the settlement of the caller's unfinished purchases that are due, when there are any. */
   async balance(): Promise<number> {
-    const { units, pendingOrders } = await this.accounts.balance(this.userId);
-    if (this.official === undefined || pendingOrders.length === 0) return unitsToPoints(units);
+    const { micros, pendingOrders } = await this.accounts.balance(this.userId);
+    if (this.official === undefined || pendingOrders.length === 0) return microsToPoints(micros);
     const credited = await this.official.purchases.settleOrdersOf(pendingOrders);
-    return credited ? unitsToPoints((await this.accounts.balance(this.userId)).units) : unitsToPoints(units);
+    return microsToPoints(credited ? (await this.accounts.balance(this.userId)).micros : micros);
   }
 
   /**
-   * Success always means the points are on the balance; the life of the purchase is in `Purchases`.
+   * Success always means the points are on the balance; the life of the purchase is in `PurchaseLifecycle`.
    * With an idempotency key, the caller's retries within a day buy nothing more: they get the
    * first buy's outcome.
    */
@@ -63,7 +63,7 @@ export class BillingService {
     if (account.pendingOrders.length > 0) await official.purchases.settleOrdersOf(account.pendingOrders);
 
     const result = await official.purchases.buy({ userId: this.userId, username: account.username, quota, idempotencyKey });
-    if (result.outcome === 'credited') return { ok: true, quota: unitsToPoints(result.balanceUnits) };
+    if (result.outcome === 'credited') return { ok: true, quota: microsToPoints(result.balanceMicros) };
     return { ok: false, error: BUY_FAILURES[result.outcome] };
   }
 
@@ -99,7 +99,7 @@ export class BillingService {
   private async grantGift(official: OfficialBilling, gift: Gift): Promise<void> {
     const points = GIFT_POINTS[gift];
     if (!(await official.gifts.claim(this.userId, gift, points))) return;
-    await this.accounts.creditGift(this.userId, gift, pointsToUnits(points));
+    await this.accounts.creditGift(this.userId, gift, pointsToMicros(points));
     await official.gifts.markCredited(this.userId, gift);
   }
 }

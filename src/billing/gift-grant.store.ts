@@ -1,4 +1,5 @@
 import { isDuplicateKey } from '../db/duplicate-key.js';
+import { insertMissing, type InsertMissingResult } from '../db/insert-missing.js';
 import type { Gift } from './gift.js';
 import type { GiftGrantModel } from './gift-grant.model.js';
 
@@ -26,6 +27,17 @@ export class GiftGrantStore {
   async uncredited(userId: number): Promise<Gift[]> {
     const grants = await this.grants.find({ userId, credited: false }, { _id: 0, gift: 1 }).lean();
     return grants.map((grant) => grant.gift);
+  }
+
+  /**
+   * Records gifts granted elsewhere (a legacy database) as claimed and credited, so they are never
+   * granted again; a claim already there is left as it is.
+   */
+  async recordGranted(grants: readonly { userId: number; gift: Gift; points: number }[]): Promise<InsertMissingResult> {
+    return insertMissing(
+      this.grants,
+      grants.map(({ userId, gift, points }) => ({ key: { userId, gift }, document: { userId, gift, points, credited: true } })),
+    );
   }
 
   async markCredited(userId: number, gift: Gift): Promise<void> {

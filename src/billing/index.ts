@@ -10,7 +10,7 @@ import { BillingService } from './billing.service.js';
 import { giftGrantModel } from './gift-grant.model.js';
 import { createOfficialBilling } from './official-billing.js';
 import { purchaseModel } from './purchase.model.js';
-import type { SettlementSettings } from './purchases.js';
+import type { SettlementSettings } from './purchase-lifecycle.js';
 
 export interface BillingOptions {
   connection: Connection;

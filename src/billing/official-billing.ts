@@ -8,15 +8,15 @@ import type { GiftGrantModel } from './gift-grant.model.js';
 import { GiftGrantStore } from './gift-grant.store.js';
 import type { PurchaseModel } from './purchase.model.js';
 import { PurchaseStore } from './purchase.store.js';
+import { PurchaseLifecycle, type SettlementSettings } from './purchase-lifecycle.js';
 import { purchaseMetrics } from './purchase-metrics.js';
-import { Purchases, type SettlementSettings } from './purchases.js';
 import { type SettlementSweep, startSettlementSweep } from './settlement-sweep.js';
 import { createSsoClient, type SsoClient } from './sso-client.js';
 
 /** What buying and the gift package need on the official deployment, shared by every request. */
 export interface OfficialBilling {
   sso: SsoClient;
-  purchases: Purchases;
+  purchases: PurchaseLifecycle;
   gifts: GiftGrantStore;
   /** The purchase metrics, for the gateway's registry. */
   metrics: Metric[];
@@ -39,7 +39,7 @@ export function createOfficialBilling(options: OfficialBillingOptions): Official
   const sso = createSsoClient({ ...options.sso, logger });
   const store = new PurchaseStore(options.models.purchases);
   const metrics = purchaseMetrics(store, clock);
-  const purchases = new Purchases(options.accounts, store, sso, settlement, clock, metrics, logger);
+  const purchases = new PurchaseLifecycle(options.accounts, store, sso, settlement, clock, metrics, logger);
   return {
     sso,
     purchases,

@@ -1,6 +1,6 @@
 import { type Connection, type Model, Schema } from 'mongoose';
 
-/** Where a purchase is in its life; `purchases.ts` explains each state and why points are credited once. */
+/** Where a purchase is in its life; `purchase-lifecycle.ts` explains each state and why points are credited once. */
 export type PurchaseState = 'opened' | 'pending' | 'crediting' | 'credited' | 'declined';
 
 /** The states a purchase is still being worked on in. */

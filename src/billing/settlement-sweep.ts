@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
-import type { Purchases } from './purchases.js';
+import type { PurchaseLifecycle } from './purchase-lifecycle.js';
 
 /** The shortest pause between two passes, so that a purchase that stays due cannot make the sweep spin. */
 const MIN_PAUSE_MS = 100;
@@ -15,7 +15,7 @@ export interface SettlementSweep {
  * the next purchase is due, never longer than `intervalMs` (other instances add purchases too), and
  * cut short when a purchase of this instance becomes due sooner.
  */
-export function startSettlementSweep(purchases: Purchases, clock: Clock, intervalMs: number, logger: Logger): SettlementSweep {
+export function startSettlementSweep(purchases: PurchaseLifecycle, clock: Clock, intervalMs: number, logger: Logger): SettlementSweep {
   let stopped = false;
   let cancelTimer: (() => void) | undefined;
   let wakeAt = Number.POSITIVE_INFINITY;

@@ -75,30 +75,51 @@ const paymentStateAnswer = z.object({ status: z.literal(true), state: z.enum(['p
 const certificationAnswer = z.object({ status: z.literal(true), cert: z.boolean(), teenager: z.boolean() });
 
 export function createSsoClient(options: SsoClientOptions): SsoClient {
-  const base = new URL(options.url.endsWith('/') ? options.url : `${options.url}/`);
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const attempts = options.attempts ?? DEFAULT_ATTEMPTS;
-  if (!Number.isInteger(attempts) || attempts < 1) throw new RangeError('attempts must be a positive integer');
-  if (!(timeoutMs > 0)) throw new RangeError('timeoutMs must be positive');
-  let callWindowMs = attempts * timeoutMs;
-  for (let attempt = 2; attempt <= attempts; attempt += 1) callWindowMs += backoffBefore(attempt);
-  const headers = {
-    authorization: `Bearer ${options.secret}`,
-    'content-type': 'application/json',
-    accept: 'application/json',
-  };
+  return new HttpSsoClient(options);
+}
 
-  /**
-   * One call, retried only when no well-formed answer came back; the body is resent unchanged.
-   * A call that fails is logged with its status or timeout and the order it was about.
-   */
-  async function call<T>(path: string, body: { order?: string } & Record<string, unknown>, schema: z.ZodType<T>): Promise<T> {
+/** The provider over HTTP: each call a JSON POST with the bearer secret, retried only when no well-formed answer came back. */
+class HttpSsoClient implements SsoClient {
+  readonly callWindowMs: number;
+  private readonly base: URL;
+  private readonly timeoutMs: number;
+  private readonly attempts: number;
+  private readonly headers: Record<string, string>;
+
+  constructor(private readonly options: SsoClientOptions) {
+    this.base = new URL(options.url.endsWith('/') ? options.url : `${options.url}/`);
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.attempts = options.attempts ?? DEFAULT_ATTEMPTS;
+    if (!Number.isInteger(this.attempts) || this.attempts < 1) throw new RangeError('attempts must be a positive integer');
+    if (!(this.timeoutMs > 0)) throw new RangeError('timeoutMs must be positive');
+    this.callWindowMs = this.attempts * this.timeoutMs;
+    for (let attempt = 2; attempt <= this.attempts; attempt += 1) this.callWindowMs += backoffBefore(attempt);
+    this.headers = { authorization: `Bearer ${options.secret}`, 'content-type': 'application/json', accept: 'application/json' };
+  }
+
+  async pay({ user, order, amount }: { user: string; order: string; amount: number }): Promise<PaymentOutcome> {
+    if (!Number.isFinite(amount) || amount <= 0) throw new RangeError('amount must be a positive number');
+    const answer = await this.call('app/payment', { user, order, amount }, paymentAnswer);
+    return answer.type ? 'paid' : 'insufficient-funds';
+  }
+
+  async paymentState(order: string): Promise<PaymentState> {
+    return (await this.call('app/payment/status', { order }, paymentStateAnswer)).state;
+  }
+
+  async certification(user: string): Promise<GiftPackage> {
+    const answer = await this.call('app/cert', { user }, certificationAnswer);
+    return { cert: answer.cert, teenager: answer.teenager };
+  }
+
+  /** One call; the body is resent unchanged. A call that fails is logged with its status or timeout and the order it was about. */
+  private async call<T>(path: string, body: { order?: string } & Record<string, unknown>, schema: z.ZodType<T>): Promise<T> {
     try {
-      return await attempt(path, body, schema);
+      return await this.attemptAll(path, JSON.stringify(body), schema);
     } catch (error) {
       if (error instanceof SsoUnavailableError) {
         const { call, status, reason } = error;
-        options.logger?.warn(
+        this.options.logger?.warn(
           { call, orderId: body.order, status, timeoutMs: error.timeoutMs, reason },
           status === 401 || status === 403 ? 'the SSO provider refused our credentials: check SSO_SECRET' : 'an SSO provider call failed',
         );
@@ -107,54 +128,45 @@ export function createSsoClient(options: SsoClientOptions): SsoClient {
     }
   }
 
-  async function attempt<T>(path: string, body: object, schema: z.ZodType<T>): Promise<T> {
-    const url = new URL(path, base);
-    const payload = JSON.stringify(body);
+  private async attemptAll<T>(path: string, payload: string, schema: z.ZodType<T>): Promise<T> {
     let lastFailure: Failure = { reason: 'was not called' };
-    for (let attempt = 1; attempt <= attempts; attempt += 1) {
+    for (let attempt = 1; attempt <= this.attempts; attempt += 1) {
       if (attempt > 1) await sleep(backoffBefore(attempt));
-      const signal = AbortSignal.timeout(timeoutMs);
-      let status: number;
-      let text: string;
-      try {
-        // A redirect is an unexpected answer: following it could send the secret elsewhere.
-        const response = await fetch(url, { method: 'POST', headers, body: payload, signal, redirect: 'manual' });
-        status = response.status;
-        text = await response.text();
-      } catch (error) {
-        const timedOut = error instanceof Error && error.name === 'TimeoutError';
-        lastFailure = timedOut
-          ? { reason: `did not answer within ${timeoutMs} ms`, timeoutMs, cause: error }
-          : { reason: 'could not be reached', cause: error };
+      const answer = await this.attemptOnce(path, payload);
+      if ('reason' in answer) {
+        lastFailure = answer;
         continue;
       }
-      if (status >= 500 || status === 429) {
-        lastFailure = { reason: `answered HTTP ${status}`, status };
-        continue;
-      }
+      const { status, text } = answer;
       if (status < 200 || status > 299) throw unavailable(path, { reason: `answered HTTP ${status}`, status });
       return parseAnswer(path, text, schema);
     }
-    const tries = `${attempts} attempt${attempts === 1 ? '' : 's'}`;
+    const tries = `${this.attempts} attempt${this.attempts === 1 ? '' : 's'}`;
     throw unavailable(path, { ...lastFailure, reason: `${lastFailure.reason} (${tries})` });
   }
 
-  return {
-    callWindowMs,
-    async pay({ user, order, amount }) {
-      if (!Number.isFinite(amount) || amount <= 0) throw new RangeError('amount must be a positive number');
-      const answer = await call('app/payment', { user, order, amount }, paymentAnswer);
-      return answer.type ? 'paid' : 'insufficient-funds';
-    },
-    async paymentState(order) {
-      const answer = await call('app/payment/status', { order }, paymentStateAnswer);
-      return answer.state;
-    },
-    async certification(user) {
-      const answer = await call('app/cert', { user }, certificationAnswer);
-      return { cert: answer.cert, teenager: answer.teenager };
-    },
-  };
+  /** One attempt's answer, or why it is worth another attempt (no answer, a 5xx or a 429). */
+  private async attemptOnce(path: string, payload: string): Promise<{ status: number; text: string } | Failure> {
+    const { timeoutMs } = this;
+    try {
+      // A redirect is an unexpected answer: following it could send the secret elsewhere.
+      const response = await fetch(new URL(path, this.base), {
+        method: 'POST',
+        headers: this.headers,
+        body: payload,
+        signal: AbortSignal.timeout(timeoutMs),
+        redirect: 'manual',
+      });
+      const text = await response.text();
+      if (response.status >= 500 || response.status === 429) return { reason: `answered HTTP ${response.status}`, status: response.status };
+      return { status: response.status, text };
+    } catch (error) {
+      const timedOut = error instanceof Error && error.name === 'TimeoutError';
+      return timedOut
+        ? { reason: `did not answer within ${timeoutMs} ms`, timeoutMs, cause: error }
+        : { reason: 'could not be reached', cause: error };
+    }
+  }
 }
 
 function backoffBefore(attempt: number): number {

@@ -75,6 +75,23 @@ export function stopOnSignals(name: string, stop: (signal: NodeJS.Signals) => Pr
   process.on('SIGINT', onSignal);
 }
 
+/**
+ * For a command that stops on its own at its next safe point: the signal is aborted by the first
+ * SIGTERM or SIGINT (npm, Docker, systemd, a terminal), and `onStop` runs once then; later ones
+ * (a terminal's Ctrl-C reaches the process both directly and through npm) change nothing.
+ */
+export function stopRequests(onStop: () => void): AbortSignal {
+  const controller = new AbortController();
+  const onSignal = () => {
+    if (controller.signal.aborted) return;
+    controller.abort();
+    onStop();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  return controller.signal;
+}
+
 /** Reports an error as the command's one-line messages and exits: 2 for what the user gave, else 1. */
 function exitWith(name: string, error: unknown, code?: number): never {
   let lines = [messageOf(error)];

@@ -1,5 +1,5 @@
 import { createAccounts } from '../accounts/index.js';
-import { loadSeedConfig } from '../config.js';
+import { loadDataCommandConfig } from '../config.js';
 import { createConversations } from '../conversations/index.js';
 import { buildIndexes, connectDatabase } from '../db/database.js';
 import { InvalidInput } from '../invalid-input.js';
@@ -21,7 +21,7 @@ await runCommand({
   options: {},
   positional: 'FILE.json',
   async run({ positionals: [file] }) {
-    const { mongodbUri, logLevel } = loadSeedConfig();
+    const { mongodbUri, logLevel } = loadDataCommandConfig();
     if (mongodbUri === undefined) {
       throw new InvalidInput(['MONGODB_URI is not set: name the database to seed (e.g. one started with npm run embedded-db)']);
     }

@@ -1,6 +1,7 @@
 import { GRAPHQL_MAX_INT, GRAPHQL_MIN_INT } from 'graphql';
 import { BSON, type Document, type Filter, type FindOptions } from 'mongodb';
 
+import { insertMissing, type InsertMissingResult } from '../db/insert-missing.js';
 import type { Logger } from '../logger.js';
 import type { ConversationModel, ConversationRecord } from './conversation.model.js';
 
@@ -8,6 +9,15 @@ import type { ConversationModel, ConversationRecord } from './conversation.model
 const SUMMARY = { _id: 0, userId: 1, id: 1, name: 1, model: 1, enableWeb: 1 } as const;
 const FULL = { ...SUMMARY, messages: 1 } as const;
 const MESSAGES_ONLY = { _id: 0, id: 1, messages: 1 } as const;
+
+/** The largest document MongoDB stores (BSON), 16 MiB. */
+export const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024;
+
+/** The bytes a conversation takes as a stored document, with its `_id` and timestamps. */
+export function storedBytes(conversation: Required<ConversationRecord>): number {
+  const now = new Date();
+  return BSON.calculateObjectSize({ _id: new BSON.ObjectId(), ...conversation, createdAt: now, updatedAt: now });
+}
 
 /** The only code that touches the conversations collection. Every read is scoped to one owner. */
 export class ConversationStore {
@@ -100,6 +110,14 @@ export class ConversationStore {
   }
 
   /** Creates or replaces conversations by (userId, id): one command per call. */
+  /** Adds the conversations not there yet, by (userId, id); one already there is left as it is, messages included. */
+  async insertMissing(conversations: readonly Required<ConversationRecord>[]): Promise<InsertMissingResult> {
+    return insertMissing(
+      this.conversations,
+      conversations.map((conversation) => ({ key: { userId: conversation.userId, id: conversation.id }, document: conversation })),
+    );
+  }
+
   async upsertMany(conversations: readonly Required<ConversationRecord>[]): Promise<void> {
     if (conversations.length === 0) return;
     await this.conversations.bulkWrite(

@@ -18,11 +18,19 @@ const CONNECT_TIMEOUT_MS = 2_000;
 /** A server that accepted a command but stopped answering (hung, paused, network partition). */
 const SOCKET_TIMEOUT_MS = 3_000;
 
-export async function connectDatabase(uri: string, logger?: Logger): Promise<Database> {
+export interface DatabaseOptions {
+  /**
+   * How long one command may go unanswered: `SOCKET_TIMEOUT_MS` unless given. Commands of a
+   * request are small; a bulk write of a batch job may legitimately take longer.
+   */
+  socketTimeoutMs?: number;
+}
+
+export async function connectDatabase(uri: string, logger?: Logger, options: DatabaseOptions = {}): Promise<Database> {
   const connection = mongoose.createConnection(uri, {
     serverSelectionTimeoutMS: SERVER_SELECTION_TIMEOUT_MS,
     connectTimeoutMS: CONNECT_TIMEOUT_MS,
-    socketTimeoutMS: SOCKET_TIMEOUT_MS,
+    socketTimeoutMS: options.socketTimeoutMs ?? SOCKET_TIMEOUT_MS,
     // Fail at once while disconnected rather than queueing requests in memory.
     bufferCommands: false,
     // Command events feed the database metrics and let tests count commands per request.

@@ -13,8 +13,23 @@ const GRAPHQL_RESPONSE = 'application/graphql-response+json';
  * and its clients never send back.
  */
 export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  response.end(writeJsonHead(response, status, body, headers));
+}
+
+export function sendAnswer(response: ServerResponse, answer: HttpAnswer): void {
+  sendJson(response, answer.status, answer.body, answer.headers);
+}
+
+/** Writes the whole answer but leaves the response open, for the caller to end (`refused-body.ts`). */
+export function writeAnswer(response: ServerResponse, answer: HttpAnswer): void {
+  response.write(writeJsonHead(response, answer.status, answer.body, answer.headers));
+}
+
+/** Writes the status and headers of a JSON answer, and answers its body's text. */
+function writeJsonHead(response: ServerResponse, status: number, body: unknown, headers: Record<string, string>): string {
   const text = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': JSON_CONTENT_TYPE, ...headers, 'content-length': Buffer.byteLength(text) }).end(text);
+  response.writeHead(status, { 'content-type': JSON_CONTENT_TYPE, ...headers, 'content-length': Buffer.byteLength(text) });
+  return text;
 }
 
 /**
@@ -25,8 +40,4 @@ export function sendJson(response: ServerResponse, status: number, body: unknown
 export function inPreferredMediaType(answer: HttpAnswer, request: Request): HttpAnswer {
   if (request.accepts(['application/json', GRAPHQL_RESPONSE]) !== GRAPHQL_RESPONSE) return answer;
   return { ...answer, headers: { ...answer.headers, 'content-type': `${GRAPHQL_RESPONSE}; charset=utf-8` } };
-}
-
-export function sendAnswer(response: ServerResponse, answer: HttpAnswer): void {
-  sendJson(response, answer.status, answer.body, answer.headers);
 }

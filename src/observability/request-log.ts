@@ -4,7 +4,7 @@ import type { IncomingMessage } from 'node:http';
 import type { RequestHandler } from 'express';
 
 import type { Logger } from '../logger.js';
-import { CLIENT_CLOSED_REQUEST, routePattern } from './request-end.js';
+import { whenRequestEnds } from './request-end.js';
 
 /** An incoming id is kept when it is short and printable, so it can be followed across services. */
 const ACCEPTED_ID = /^[\w.:-]{1,128}$/;
@@ -35,14 +35,9 @@ export function requestLogging(logger: Logger): RequestHandler {
     request.id = requestId;
     let requestLogger: Logger | undefined;
     Object.defineProperty(request, 'log', { get: () => (requestLogger ??= logger.child({ requestId })) });
-    const started = Date.now();
-    let ended = false;
-    const end = () => {
-      if (ended) return;
-      ended = true;
-      const route = routePattern(request);
+    whenRequestEnds(request, response, ({ route, status, durationSeconds }) => {
       if (UNLOGGED_ROUTES.has(route)) return;
-      const failed = response.statusCode >= 500;
+      const failed = status >= 500;
       if (!logger.isLevelEnabled(failed ? 'error' : 'info')) return;
       const { locals } = response;
       const line = {
@@ -50,15 +45,13 @@ export function requestLogging(logger: Logger): RequestHandler {
         method: request.method,
         route,
         operation: locals.operation?.operationName,
-        status: response.writableFinished ? response.statusCode : CLIENT_CLOSED_REQUEST,
-        durationMs: Date.now() - started,
+        status,
+        durationMs: Math.round(durationSeconds * 1000),
         userId: locals.caller?.userId,
       };
       if (failed) logger.error(line, 'request failed');
       else logger.info(line, 'request');
-    };
-    response.once('finish', end);
-    response.once('close', end);
+    });
     next();
   };
 }

@@ -81,38 +81,7 @@ function parameters(route: RestRoute): object[] {
  * generators pick a server, where listing every path twice would give each operation twice.
  */
 export function openApiDocument(routes: readonly RestRoute[], version: string, basePath?: string): Record<string, unknown> {
-  const paths: Record<string, Record<string, unknown>> = {};
-  for (const route of routes) {
-    const fields = [route.failureField];
-    paths[route.path] = {
-      [route.method.toLowerCase()]: {
-        operationId: route.path.slice(1).replace(/\/(\w)/g, (_, letter: string) => letter.toUpperCase()),
-        summary: route.summary,
-        security: [{ bearer: [] }, { apiKey: [] }],
-        parameters: parameters(route),
-        ...(route.input.from === 'json-body' && {
-          requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.input.schema, 'input') } } },
-        }),
-        responses: {
-          '200': {
-            description: `Success, or a failure reported as \`status: false\` with a sentence in \`${route.failureField}\``,
-            content: { 'application/json': { schema: jsonSchema(route.answers, 'output') } },
-          },
-          '401': failureResponse('Missing, malformed, expired or unknown credentials', unauthenticated(), fields, {
-            'WWW-Authenticate': { const: 'Bearer' },
-          }),
-          ...(route.input.from === 'json-body' && {
-            '413': failureResponse(`A body over ${BODY_LIMIT_BYTES} bytes`, payloadTooLarge(BODY_LIMIT_BYTES), fields),
-          }),
-          '429': failureResponse('Too many requests; retry after the number of seconds in `Retry-After`', rateLimited(1), fields, {
-            'Retry-After': { type: 'integer', minimum: 1 },
-          }),
-          '500': failureResponse('An unexpected failure, logged under the request id', internal(undefined), fields),
-          '503': failureResponse('The database or the upstream gateway is unavailable; try again', databaseUnavailable(), fields),
-        },
-      },
-    };
-  }
+  const paths = Object.fromEntries(routes.map((route) => [route.path, { [route.method.toLowerCase()]: operationOf(route) }]));
   return {
     openapi: '3.1.0',
     info: {
@@ -146,5 +115,36 @@ export function openApiDocument(routes: readonly RestRoute[], version: string, b
       },
     },
     paths,
+  };
+}
+
+/** One endpoint: its parameters, body and every answer it gives. */
+function operationOf(route: RestRoute): Record<string, unknown> {
+  const fields = [route.failureField];
+  return {
+    operationId: route.path.slice(1).replace(/\/(\w)/g, (_, letter: string) => letter.toUpperCase()),
+    summary: route.summary,
+    security: [{ bearer: [] }, { apiKey: [] }],
+    parameters: parameters(route),
+    ...(route.input.from === 'json-body' && {
+      requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(route.input.schema, 'input') } } },
+    }),
+    responses: {
+      '200': {
+        description: `Success, or a failure reported as \`status: false\` with a sentence in \`${route.failureField}\``,
+        content: { 'application/json': { schema: jsonSchema(route.answers, 'output') } },
+      },
+      '401': failureResponse('Missing, malformed, expired or unknown credentials', unauthenticated(), fields, {
+        'WWW-Authenticate': { const: 'Bearer' },
+      }),
+      ...(route.input.from === 'json-body' && {
+        '413': failureResponse(`A body over ${BODY_LIMIT_BYTES} bytes`, payloadTooLarge(BODY_LIMIT_BYTES), fields),
+      }),
+      '429': failureResponse('Too many requests; retry after the number of seconds in `Retry-After`', rateLimited(1), fields, {
+        'Retry-After': { type: 'integer', minimum: 1 },
+      }),
+      '500': failureResponse('An unexpected failure, logged under the request id', internal(undefined), fields),
+      '503': failureResponse('The database or the upstream gateway is unavailable; try again', databaseUnavailable(), fields),
+    },
   };
 }

@@ -1,5 +1,6 @@
 import type { GraphQLFormattedError } from 'graphql';
 
+import { credentialOf } from '../auth/credential.js';
 import { failureOfAnswer, internal, unauthenticated, upstreamUnavailable } from '../errors.js';
 import type { CallerRequest, CallerSession, OperationRunner, RouteOutcome } from './operation-runner.js';
 import type { PreparedOperation } from './prepared-routes.js';
@@ -85,8 +86,9 @@ export function remoteRunner(upstream: URL, timeoutMs: number, confirmCaller: Pr
   return {
     async open(request) {
       const { authorization } = request;
-      // Credentials are checked upstream; a request without any is refused here without a round trip.
-      if (authorization === undefined || authorization.trim() === '') return null;
+      // Credentials are checked upstream. One missing or shaped like no credential is refused here,
+      // as the gateway would refuse it: before its body is read, and without a round trip.
+      if (authorization === undefined || credentialOf(authorization) === null) return null;
       const caller = { ...request, authorization };
       const session: CallerSession = {
         run: (operation, variables) => post(caller, operation, variables),

@@ -1,5 +1,9 @@
+import type { IncomingMessage } from 'node:http';
+
 import cors from 'cors';
 import type { RequestHandler } from 'express';
+
+import { originNotAllowed } from '../errors.js';
 
 /** Methods the API is called with; GET, HEAD and POST need no permission, but a preflight may still ask. */
 const METHODS = ['GET', 'POST'];
@@ -57,4 +61,16 @@ export function crossOrigin(allowed: readonly string[]): RequestHandler {
     response.vary('Origin');
     next();
   };
+}
+
+/**
+ * The same rule for what a browser cannot be told by CORS headers, such as a WebSocket opening
+ * (browsers send its page's origin and open it whatever the answer's headers): only the server's
+ * own origin and those in `allowed` may; a request without `Origin` comes from no page.
+ */
+export function checkOrigin(request: IncomingMessage, allowed: readonly string[]): void {
+  const origin = request.headers.origin;
+  if (origin === undefined || allowed.includes(origin)) return;
+  if (URL.canParse(origin) && new URL(origin).host === request.headers.host) return;
+  throw originNotAllowed(origin);
 }

@@ -4,6 +4,7 @@ import type { Db } from 'mongodb';
 import { BurstyRateLimiter, RateLimiterMemory, RateLimiterMongo, RateLimiterRes } from 'rate-limiter-flexible';
 
 import { callerOf } from '../auth/require-caller.js';
+import type { Clock } from '../clock.js';
 import { rateLimited } from '../errors.js';
 
 /** Beyond the steady rate, a caller may spend this many seconds' worth of requests in any burst window. */
@@ -82,6 +83,29 @@ export function addressKey(address: string | undefined): string {
     .slice(0, 4)
     .map((part) => part.toString(16))
     .join(':')}::/64`;
+}
+
+/**
+ * A rate for one stream of messages (a WebSocket's): `perSecond` on average, and as many at once
+ * as that makes in a burst window. Answers, as each message arrives, whether it is within the
+ * rate: synchronously, so that a message over it is never handled (rate-limiter-flexible answers
+ * through a promise, by when later messages of the same read are handled already). 0: no limit.
+ */
+export function messageRate(perSecond: number, clock: Pick<Clock, 'now'>): () => boolean {
+  if (perSecond === 0) return () => true;
+  // A token bucket: full at first, refilled at `perSecond`, one token a message.
+  const capacity = perSecond * BURST_WINDOW_SECONDS;
+  let tokens = capacity;
+  let filledAt = clock.now();
+  return () => {
+    const now = clock.now();
+    // A clock set back refills nothing (and takes nothing away).
+    tokens = Math.min(capacity, tokens + (Math.max(0, now - filledAt) / 1000) * perSecond);
+    filledAt = now;
+    if (tokens < 1) return false;
+    tokens -= 1;
+    return true;
+  };
 }
 
 class Limiter {

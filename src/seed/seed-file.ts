@@ -4,14 +4,13 @@ import { GRAPHQL_MAX_INT as MAX_ID } from 'graphql';
 import { z } from 'zod';
 
 import type { AccountStore } from '../accounts/account.store.js';
-import { pointsToUnits, UNITS_PER_POINT } from '../accounts/points.js';
+import { BALANCE_DECIMALS, exactMicros, MAX_BALANCE_POINTS, pointsToMicros } from '../accounts/points.js';
 import { API_KEY_PREFIX, hashApiKey } from '../auth/api-key.js';
 import type { ConversationStore } from '../conversations/conversation.store.js';
 import { InvalidInput } from '../invalid-input.js';
+import { MAX_CONVERSATION_NAME_LENGTH } from '../limits.js';
 import { isRecord } from '../shared/is-record.js';
 
-/** The largest balance a seed may give: far above any real one, and exact in ten-thousandths. */
-const MAX_QUOTA = 1_000_000_000;
 /** Records written per database command. */
 const BATCH_SIZE = 1_000;
 /** Progress is reported each time this many more records are written. */
@@ -25,29 +24,28 @@ const id = z
   .refine((value) => Number.isInteger(value) && value >= 1 && value <= MAX_ID, `must be an integer from 1 to ${MAX_ID}`);
 const quota = z
   .number(typed('a number'))
-  .refine((value) => value >= 0 && value <= MAX_QUOTA, `must be from 0 to ${MAX_QUOTA}`)
-  .refine((value) => Math.abs(value * UNITS_PER_POINT - Math.round(value * UNITS_PER_POINT)) < 1e-6, 'must have at most 4 decimal places');
+  .refine((value) => value >= 0 && value <= MAX_BALANCE_POINTS, `must be from 0 to ${MAX_BALANCE_POINTS}`)
+  .refine((value) => exactMicros(value) !== null, `must have at most ${BALANCE_DECIMALS} decimal places`);
+
+const username = z.string(typed('a string')).refine((name) => name.trim() !== '', 'must not be empty');
+const apiKey = z
+  .string(typed('a string'))
+  .refine((key) => key.startsWith(API_KEY_PREFIX) && key.length >= 12, `must start with ${API_KEY_PREFIX} and be 12 characters or more`);
 
 const userSchema = z.strictObject({
   id,
-  username: z.string(typed('a string')).refine((name) => name.trim() !== '', 'must not be empty'),
+  username,
   quota: quota.default(0),
-  apiKeys: z
-    .array(
-      z
-        .string(typed('a string'))
-        .refine(
-          (key) => key.startsWith(API_KEY_PREFIX) && key.length >= 12,
-          `must start with ${API_KEY_PREFIX} and be 12 characters or more`,
-        ),
-    )
-    .default([]),
+  apiKeys: z.array(apiKey).default([]),
 });
 
 const conversationSchema = z.strictObject({
   userId: id,
   id,
-  name: z.string(typed('a string')),
+  // Code points, as renaming counts them.
+  name: z
+    .string(typed('a string'))
+    .refine((name) => [...name].length <= MAX_CONVERSATION_NAME_LENGTH, `must be at most ${MAX_CONVERSATION_NAME_LENGTH} characters`),
   model: z.string(typed('a string')),
   enableWeb: z.boolean(typed('true or false')).default(false),
   messages: z
@@ -73,6 +71,12 @@ export interface SeedData {
 
 type SeedUser = z.output<typeof userSchema>;
 type SeedConversation = z.output<typeof conversationSchema>;
+
+/**
+ * The checks of single values that other ways in (the Chat Nio import) share with seed files,
+ * so that what one accepts the other does too.
+ */
+export const seedRules = { id, username, apiKey, conversation: conversationSchema };
 
 /** Where seed data goes: the accounts and conversations domains (`createAccounts`, `createConversations`). */
 export interface SeedTarget {
@@ -130,7 +134,7 @@ export async function loadSeed(
 
   for (const batch of batches(users)) {
     await target.accounts.store.upsertUsers(
-      batch.map((user) => ({ id: user.id, username: user.username, balanceUnits: pointsToUnits(user.quota) })),
+      batch.map((user) => ({ id: user.id, username: user.username, balanceMicros: pointsToMicros(user.quota) })),
     );
     await target.accounts.store.addApiKeys(
       batch.flatMap((user) => user.apiKeys.map((key) => ({ hash: hashApiKey(key), userId: user.id }))),
@@ -281,7 +285,7 @@ function firstOccurrences<Key>(entries: { at: string; key: Key }[], problems: st
 }
 
 /** A zod issue as `path: message`, e.g. `users[0].quota: must be from 0 to 1000000000`. */
-function describeIssue(prefix: string) {
+export function describeIssue(prefix: string) {
   return (issue: z.core.$ZodIssue): string => {
     const path = issue.path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${String(part)}`)).join('');
     return `${`${prefix}${path}`.replace(/^\./, '') || '(file)'}: ${issue.message}`;

@@ -115,122 +115,82 @@ type Reply = { status: number; json: unknown; headers?: Record<string, string> }
 
 type Body = { kind: 'json'; value: unknown } | { kind: 'text'; text: string } | { kind: 'empty' } | { kind: 'too-large' };
 
-export async function startSsoStub(options: SsoStubOptions): Promise<SsoStub> {
-  if (options.secret === '') throw new Error('the SSO stub needs a non-empty secret');
-  const expectedAuthorization = options.secret === undefined ? undefined : Buffer.from(`Bearer ${options.secret}`);
-  const accounts = new Map<string, Account>();
+/** The provider's books: wallets and flags by user, and the first answer to each order id. */
+class Ledger {
+  private readonly accounts = new Map<string, Account>();
   /** The first answer given to each order id (`paid` false: wallet too low), with what it was for. */
-  const orders = new Map<string, { paid: boolean; user: string; amountCents: number }>();
-  const charges: SsoStubCharge[] = [];
-  const calls: SsoStubCall[] = [];
-  const pendingDelays = new Set<NodeJS.Timeout>();
-  let stalled = 0;
-  let faults: SsoStubFaults = {};
+  private readonly orders = new Map<string, { paid: boolean; user: string; amountCents: number }>();
+  readonly charges: SsoStubCharge[] = [];
 
-  function account(user: string): Account {
-    return accounts.get(user) ?? { walletCents: 0, cert: false, teenager: false };
+  account(user: string): Account {
+    return this.accounts.get(user) ?? { walletCents: 0, cert: false, teenager: false };
   }
 
-  function setUser(user: string, data: Partial<SsoStubUser>): void {
+  setUser(user: string, data: Partial<SsoStubUser>): void {
     const parsed = stubUserSchema.safeParse(data);
     if (!parsed.success) throw new Error(`invalid SSO stub user ${JSON.stringify(user)}: ${z.prettifyError(parsed.error)}`);
-    const current = account(user);
-    accounts.set(user, {
+    const current = this.account(user);
+    this.accounts.set(user, {
       walletCents: parsed.data.wallet === undefined ? current.walletCents : toCents(parsed.data.wallet),
       cert: parsed.data.cert ?? current.cert,
       teenager: parsed.data.teenager ?? current.teenager,
     });
   }
 
-  for (const [user, data] of Object.entries(options.users ?? {})) setUser(user, data);
-
-  function charge(order: string, user: string, amountCents: number): void {
-    accounts.set(user, { ...account(user), walletCents: account(user).walletCents - amountCents });
-    orders.set(order, { paid: true, user, amountCents });
-    charges.push({ order, user, amount: amountCents / 100 });
-  }
-
-  function pay(request: z.infer<typeof paymentRequest>): boolean {
-    const first = orders.get(request.order);
+  /** Charges an order at most once: asked again, it answers as the first time. */
+  pay(request: z.infer<typeof paymentRequest>): boolean {
+    const first = this.orders.get(request.order);
     if (first !== undefined) return first.paid;
     const amountCents = toCents(request.amount);
-    if (account(request.user).walletCents >= amountCents) charge(request.order, request.user, amountCents);
-    else orders.set(request.order, { paid: false, user: request.user, amountCents });
-    return orders.get(request.order)!.paid;
+    if (this.account(request.user).walletCents >= amountCents) this.charge(request.order, request.user, amountCents);
+    else this.orders.set(request.order, { paid: false, user: request.user, amountCents });
+    return this.orders.get(request.order)!.paid;
   }
 
-  function paymentState(order: string): 'paid' | 'unpaid' | 'unknown' {
-    const first = orders.get(order);
+  paymentState(order: string): 'paid' | 'unpaid' | 'unknown' {
+    const first = this.orders.get(order);
     return first === undefined ? 'unknown' : first.paid ? 'paid' : 'unpaid';
   }
 
-  function answerPayment(request: z.infer<typeof paymentRequest>): Reply {
-    const paid = pay(request);
-    if ((faults.loseNextPaymentAnswers ?? 0) > 0) {
-      faults = { ...faults, loseNextPaymentAnswers: (faults.loseNextPaymentAnswers ?? 0) - 1 };
-      return 'lose-answer';
-    }
-    return json(200, { status: true, type: paid });
+  changeMind(order: string): void {
+    const first = this.orders.get(order);
+    if (first === undefined || first.paid) throw new Error(`order ${order} was not refused`);
+    if (this.account(first.user).walletCents < first.amountCents) throw new Error(`the wallet of ${first.user} cannot pay order ${order}`);
+    this.charge(order, first.user, first.amountCents);
   }
 
-  async function stall(ms: number, act: () => Reply): Promise<Reply> {
-    stalled += 1;
-    await delay(ms);
-    stalled -= 1;
-    return act();
+  private charge(order: string, user: string, amountCents: number): void {
+    this.accounts.set(user, { ...this.account(user), walletCents: this.account(user).walletCents - amountCents });
+    this.orders.set(order, { paid: true, user, amountCents });
+    this.charges.push({ order, user, amount: amountCents / 100 });
+  }
+}
+
+/** The stub's HTTP side: faults first, then authentication, path, method and body, then the route. */
+class StubHandler {
+  readonly calls: SsoStubCall[] = [];
+  faults: SsoStubFaults = {};
+  stalled = 0;
+  private readonly pendingDelays = new Set<NodeJS.Timeout>();
+  private readonly routes: Map<string, (body: unknown) => Reply | Promise<Reply>>;
+
+  constructor(
+    private readonly ledger: Ledger,
+    private readonly expectedAuthorization: Buffer | undefined,
+  ) {
+    this.routes = new Map<string, (body: unknown) => Reply | Promise<Reply>>([
+      ['/app/payment', (body) => this.payment(body)],
+      ['/app/payment/status', (body) => this.paymentStatus(body)],
+      ['/app/cert', (body) => this.certification(body)],
+    ]);
   }
 
-  const routes = new Map<string, (body: unknown) => Reply | Promise<Reply>>([
-    [
-      '/app/payment',
-      (body) => {
-        const request = paymentRequest.safeParse(body);
-        if (!request.success) return invalid(request.error);
-        const { stallMs } = faults;
-        if (stallMs === undefined) return answerPayment(request.data);
-        return stall(typeof stallMs === 'number' ? stallMs : stallMs(), () => answerPayment(request.data));
-      },
-    ],
-    [
-      '/app/payment/status',
-      (body) => {
-        const request = paymentStatusRequest.safeParse(body);
-        if (!request.success) return invalid(request.error);
-        return json(200, { status: true, state: paymentState(request.data.order) });
-      },
-    ],
-    [
-      '/app/cert',
-      (body) => {
-        const request = certificationRequest.safeParse(body);
-        if (!request.success) return invalid(request.error);
-        const { cert, teenager } = account(request.data.user);
-        return json(200, { status: true, cert, teenager });
-      },
-    ],
-  ]);
-
-  /** Faults first, then authentication, path, method and body, then the route itself. */
-  function reply(request: IncomingMessage, path: string, body: Body): Reply | Promise<Reply> {
-    if (faults.down) return json(503, { status: false, message: 'service unavailable' });
-    if (faults.garbage) return { status: 200, text: '<html>502 Bad Gateway</html>' };
-    if (!isAuthorized(request.headers.authorization)) {
-      return json(401, { status: false, message: 'unauthorized' }, { 'www-authenticate': 'Bearer' });
-    }
-    const route = routes.get(path);
-    if (route === undefined) return json(404, { status: false, message: 'not found' });
-    if (request.method !== 'POST') return json(405, { status: false, message: 'method not allowed' }, { allow: 'POST' });
-    if (body.kind === 'too-large') return json(413, { status: false, message: 'the body is too large' });
-    if (body.kind !== 'json') return json(400, { status: false, message: 'the body must be JSON' });
-    return route(body.value);
-  }
-
-  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+  async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const path = new URL(request.url ?? '/', 'http://stub').pathname;
     const body = await readBody(request);
-    calls.push({ path, body: body.kind === 'json' ? body.value : body.kind === 'text' ? body.text : undefined });
-    const result = await reply(request, path, body);
-    if (faults.delayMs) await delay(faults.delayMs);
+    this.calls.push({ path, body: body.kind === 'json' ? body.value : body.kind === 'text' ? body.text : undefined });
+    const result = await this.reply(request, path, body);
+    if (this.faults.delayMs) await this.delay(this.faults.delayMs);
     if (response.destroyed) return;
     if (result === 'lose-answer') {
       request.socket.destroy();
@@ -242,25 +202,87 @@ export async function startSsoStub(options: SsoStubOptions): Promise<SsoStub> {
     }
   }
 
-  function isAuthorized(header: string | undefined): boolean {
-    if (expectedAuthorization === undefined) return /^Bearer \S+$/.test(header ?? '');
-    const given = Buffer.from(header ?? '');
-    return given.length === expectedAuthorization.length && timingSafeEqual(given, expectedAuthorization);
+  cancelDelays(): void {
+    for (const timer of this.pendingDelays) clearTimeout(timer);
+    this.pendingDelays.clear();
   }
 
-  function delay(ms: number): Promise<void> {
+  private reply(request: IncomingMessage, path: string, body: Body): Reply | Promise<Reply> {
+    if (this.faults.down) return json(503, { status: false, message: 'service unavailable' });
+    if (this.faults.garbage) return { status: 200, text: '<html>502 Bad Gateway</html>' };
+    if (!this.isAuthorized(request.headers.authorization)) {
+      return json(401, { status: false, message: 'unauthorized' }, { 'www-authenticate': 'Bearer' });
+    }
+    const route = this.routes.get(path);
+    if (route === undefined) return json(404, { status: false, message: 'not found' });
+    if (request.method !== 'POST') return json(405, { status: false, message: 'method not allowed' }, { allow: 'POST' });
+    if (body.kind === 'too-large') return json(413, { status: false, message: 'the body is too large' });
+    if (body.kind !== 'json') return json(400, { status: false, message: 'the body must be JSON' });
+    return route(body.value);
+  }
+
+  private payment(body: unknown): Reply | Promise<Reply> {
+    const request = paymentRequest.safeParse(body);
+    if (!request.success) return invalid(request.error);
+    const { stallMs } = this.faults;
+    if (stallMs === undefined) return this.answerPayment(request.data);
+    return this.stall(typeof stallMs === 'number' ? stallMs : stallMs(), () => this.answerPayment(request.data));
+  }
+
+  private paymentStatus(body: unknown): Reply {
+    const request = paymentStatusRequest.safeParse(body);
+    if (!request.success) return invalid(request.error);
+    return json(200, { status: true, state: this.ledger.paymentState(request.data.order) });
+  }
+
+  private certification(body: unknown): Reply {
+    const request = certificationRequest.safeParse(body);
+    if (!request.success) return invalid(request.error);
+    const { cert, teenager } = this.ledger.account(request.data.user);
+    return json(200, { status: true, cert, teenager });
+  }
+
+  private answerPayment(request: z.infer<typeof paymentRequest>): Reply {
+    const paid = this.ledger.pay(request);
+    if ((this.faults.loseNextPaymentAnswers ?? 0) > 0) {
+      this.faults = { ...this.faults, loseNextPaymentAnswers: (this.faults.loseNextPaymentAnswers ?? 0) - 1 };
+      return 'lose-answer';
+    }
+    return json(200, { status: true, type: paid });
+  }
+
+  private async stall(ms: number, act: () => Reply): Promise<Reply> {
+    this.stalled += 1;
+    await this.delay(ms);
+    this.stalled -= 1;
+    return act();
+  }
+
+  private isAuthorized(header: string | undefined): boolean {
+    if (this.expectedAuthorization === undefined) return /^Bearer \S+$/.test(header ?? '');
+    const given = Buffer.from(header ?? '');
+    return given.length === this.expectedAuthorization.length && timingSafeEqual(given, this.expectedAuthorization);
+  }
+
+  private delay(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
-        pendingDelays.delete(timer);
+        this.pendingDelays.delete(timer);
         resolve();
       }, ms);
-      pendingDelays.add(timer);
+      this.pendingDelays.add(timer);
     });
   }
+}
 
+export async function startSsoStub(options: SsoStubOptions): Promise<SsoStub> {
+  if (options.secret === '') throw new Error('the SSO stub needs a non-empty secret');
+  const ledger = new Ledger();
+  for (const [user, data] of Object.entries(options.users ?? {})) ledger.setUser(user, data);
+  const handler = new StubHandler(ledger, options.secret === undefined ? undefined : Buffer.from(`Bearer ${options.secret}`));
   const server = createServer((request, response) => {
     // Only a request cut off while its body was read ends up here; there is no one left to answer.
-    handle(request, response).catch(() => request.socket.destroy());
+    handler.handle(request, response).catch(() => request.socket.destroy());
   });
   const host = options.host ?? '127.0.0.1';
   server.listen(options.port ?? 0, host);
@@ -269,25 +291,19 @@ export async function startSsoStub(options: SsoStubOptions): Promise<SsoStub> {
 
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
-    wallet: (user) => account(user).walletCents / 100,
-    setUser,
+    wallet: (user) => ledger.account(user).walletCents / 100,
+    setUser: (user, data) => ledger.setUser(user, data),
     setFaults(next) {
-      faults = { ...next };
+      handler.faults = { ...next };
     },
-    calls,
-    paidOrders: () => charges.map((charged) => charged.order),
-    charges: () => [...charges],
-    paymentState,
-    stalled: () => stalled,
-    changeMind(order) {
-      const first = orders.get(order);
-      if (first === undefined || first.paid) throw new Error(`order ${order} was not refused`);
-      if (account(first.user).walletCents < first.amountCents) throw new Error(`the wallet of ${first.user} cannot pay order ${order}`);
-      charge(order, first.user, first.amountCents);
-    },
+    calls: handler.calls,
+    paidOrders: () => ledger.charges.map((charged) => charged.order),
+    charges: () => [...ledger.charges],
+    paymentState: (order) => ledger.paymentState(order),
+    stalled: () => handler.stalled,
+    changeMind: (order) => ledger.changeMind(order),
     async close() {
-      for (const timer of pendingDelays) clearTimeout(timer);
-      pendingDelays.clear();
+      handler.cancelDelays();
       const closed = once(server, 'close');
       server.close();
       server.closeAllConnections();

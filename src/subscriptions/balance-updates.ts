@@ -1,15 +1,17 @@
 import type { Db, Document, Timestamp } from 'mongodb';
 
-import type { AccountStore } from '../accounts/account.store.js';
-import { unitsToPoints } from '../accounts/points.js';
+import type { AccountStore, StoredBalance } from '../accounts/account.store.js';
+import { microsToPoints } from '../accounts/points.js';
+import { legacyMicros } from '../accounts/user.model.js';
 import type { Logger } from '../logger.js';
 import { ChangeFeed, type FeedObserver } from './change-feed.js';
 import { Inbox, MISSED } from './inbox.js';
 import { endingWith } from './iterators.js';
 
-/** A user's balance as one write left it, and when that write happened. */
+/** What one write left of a user's balance (the fields it wrote), and when that write happened. */
 export interface BalanceChange {
-  units: number;
+  /** The fields the write set, in micro-points; those it did not touch are absent. */
+  written: Partial<StoredBalance>;
   /** The write's cluster time. */
   at: Timestamp;
   /** When this process received it (performance.now()). */
@@ -21,8 +23,9 @@ const INBOX_CAPACITY = 100;
 
 /**
  * The change stream of the users collection: inserts and replacements, and updates that write
- * or remove the balance. `updateLookup` finds whose document an update changed (its `id`); the
- * balance itself comes from the update's own description, which is exactly what that write left.
+ * or remove either field of the balance (`balanceMicros`, and `balanceUnits` of older writers).
+ * `updateLookup` finds whose document an update changed (its `id`); the fields themselves come
+ * from the update's own description, which is exactly what that write left.
  */
 export function balanceFeed(db: Db, collection: string, logger: Logger, observer: FeedObserver): ChangeFeed<BalanceChange> {
   return new ChangeFeed<BalanceChange>({
@@ -32,8 +35,9 @@ export function balanceFeed(db: Db, collection: string, logger: Logger, observer
         $match: {
           $or: [
             { operationType: { $in: ['insert', 'replace'] } },
+            { operationType: 'update', 'updateDescription.updatedFields.balanceMicros': { $exists: true } },
             { operationType: 'update', 'updateDescription.updatedFields.balanceUnits': { $exists: true } },
-            { operationType: 'update', 'updateDescription.removedFields': 'balanceUnits' },
+            { operationType: 'update', 'updateDescription.removedFields': { $in: ['balanceMicros', 'balanceUnits'] } },
           ],
         },
       },
@@ -42,8 +46,11 @@ export function balanceFeed(db: Db, collection: string, logger: Logger, observer
           operationType: 1,
           clusterTime: 1,
           'fullDocument.id': 1,
+          'fullDocument.balanceMicros': 1,
           'fullDocument.balanceUnits': 1,
+          'updateDescription.updatedFields.balanceMicros': 1,
           'updateDescription.updatedFields.balanceUnits': 1,
+          'updateDescription.removedFields': 1,
         },
       },
     ],
@@ -56,13 +63,30 @@ export function balanceFeed(db: Db, collection: string, logger: Logger, observer
 
 function routeBalanceChange(change: Document): { owner: number; change: BalanceChange } | null {
   const owner: unknown = change.fullDocument?.id;
-  // An update that matched without writing the balance removed it: the balance is 0 then.
-  const units: unknown =
-    change.operationType === 'update'
-      ? (change.updateDescription?.updatedFields?.balanceUnits ?? 0)
-      : (change.fullDocument?.balanceUnits ?? 0);
-  if (!isUserId(owner) || typeof units !== 'number' || !Number.isFinite(units)) return null;
-  return { owner, change: { units, at: change.clusterTime as Timestamp, receivedAt: performance.now() } };
+  if (!isUserId(owner)) return null;
+  const written = change.operationType === 'update' ? writtenBy(change.updateDescription ?? {}) : wholeBalance(change.fullDocument);
+  if (written.micros !== undefined && !Number.isSafeInteger(written.micros)) return null;
+  return { owner, change: { written, at: change.clusterTime as Timestamp, receivedAt: performance.now() } };
+}
+
+/** The balance fields an update set, a removed one counting 0. */
+function writtenBy({
+  updatedFields = {},
+  removedFields = [],
+}: {
+  updatedFields?: Document;
+  removedFields?: string[];
+}): Partial<StoredBalance> {
+  const written: Partial<StoredBalance> = {};
+  if ('balanceMicros' in updatedFields || removedFields.includes('balanceMicros')) written.micros = updatedFields.balanceMicros ?? 0;
+  if ('balanceUnits' in updatedFields || removedFields.includes('balanceUnits'))
+    written.legacyMicros = legacyMicros(updatedFields.balanceUnits);
+  return written;
+}
+
+/** Both fields of a document written whole (an insert or a replacement). */
+function wholeBalance(user: Document | undefined): StoredBalance {
+  return { micros: user?.balanceMicros ?? 0, legacyMicros: legacyMicros(user?.balanceUnits) };
 }
 
 /**
@@ -83,19 +107,19 @@ export async function balanceUpdates(
   const stopListening = await feed.listen(userId, inbox);
   async function* points(): AsyncGenerator<number> {
     let readStartedAt = performance.now();
-    let { units, at } = await accounts.balanceAt(userId);
-    let sent = units;
-    yield unitsToPoints(units);
+    let { balance, at } = await accounts.balanceAt(userId);
+    let sent = total(balance);
+    yield microsToPoints(sent);
     for await (const change of inbox) {
       if (change !== MISSED && at !== undefined && change.at.greaterThan(at)) {
-        units = change.units;
+        balance = { ...balance, ...change.written };
       } else if (change === MISSED || at === undefined || change.receivedAt >= readStartedAt) {
         readStartedAt = performance.now();
-        ({ units, at } = await accounts.balanceAt(userId));
+        ({ balance, at } = await accounts.balanceAt(userId));
       }
-      if (units !== sent) {
-        sent = units;
-        yield unitsToPoints(units);
+      if (total(balance) !== sent) {
+        sent = total(balance);
+        yield microsToPoints(sent);
       }
     }
   }
@@ -104,6 +128,8 @@ export async function balanceUpdates(
     inbox.close();
   });
 }
+
+const total = ({ micros, legacyMicros }: StoredBalance): number => micros + legacyMicros;
 
 function isUserId(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) > 0;

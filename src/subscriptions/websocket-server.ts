@@ -13,55 +13,58 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
-import { CloseCode, type Context } from 'graphql-ws';
+import { CloseCode, type Context, type SubscribePayload } from 'graphql-ws';
 import { type Extra, useServer } from 'graphql-ws/use/ws';
-import { type WebSocket, WebSocketServer } from 'ws';
+import { type Server as WebSocketServerOf, type ServerOptions, type WebSocket, WebSocketServer } from 'ws';
 
 import type { Authenticator, Caller } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
 import type { CreateContext, RequestContext } from '../context.js';
-import {
-  badRequest,
-  failureOf,
-  graphqlAnswer,
-  noSuchEndpoint,
-  originNotAllowed,
-  tooManySubscriptions,
-  tooManyWebsockets,
-} from '../errors.js';
+import { badRequest, failureOf, graphqlAnswer, tooManyWebsockets, withFailureKinds } from '../errors.js';
+import { routeUpgrades } from '../http/upgrades.js';
 import { BODY_LIMIT_BYTES } from '../limits.js';
 import type { Logger } from '../logger.js';
+import type { Observation } from '../operations/observer.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
+import { checkOrigin } from '../security/cross-origin.js';
 import { addressKey, type RateLimits } from '../security/rate-limit.js';
 import type { DocumentReference } from '../security/trusted-documents.js';
+import { type BoundedWebSocket, boundedWebSocketClass } from './bounded-websocket.js';
+import { CallerSubscriptions, SocketOperations } from './socket-operations.js';
 import type { SubscriptionMetrics } from './subscription-metrics.js';
 
 /** The path subscriptions are served on: the GraphQL endpoint itself. */
 const GRAPHQL_PATH = '/graphql';
 /** How often each socket is pinged; a socket that does not answer within as long again is dropped. */
 const KEEP_ALIVE_MS = 12_000;
-/** Once stopping, how long sockets may take to finish their closing handshake before they are cut. */
+/** How long a socket the server closes may take to answer with its close frame before it is cut (ws waits 30 s). */
 const CLOSE_GRACE_MS = 2_000;
 /** A close code of the WebSocket standard: the server is going away. */
 const GOING_AWAY = 1001;
 /** A close code of the WebSocket standard: try again later (clients reconnect). */
 const TRY_AGAIN_LATER = 1013;
+/** The longest reason a close frame carries, in bytes. */
+const CLOSE_REASON_BYTES = 123;
 
 export interface SubscriptionCaps {
   /** Subscriptions one caller may have running at once, over all their sockets to this process. */
   subscriptionsPerCaller: number;
   /** Sockets one client address may hold open at once to this process. */
   websocketsPerAddress: number;
+  /** What the server may hold unsent for one socket, in bytes: past it, the socket is dropped. */
+  bufferedBytesPerWebsocket: number;
 }
 
 export interface SubscriptionServerOptions {
   /** The server `/graphql` is served on: sockets upgrade from its requests. */
   httpServer: Server;
-  /** Checks, runs and observes each subscription and each of its events, as every door's operations. */
+  /** Checks, runs, observes and formats each subscription and each of its events, as every door's operations. */
   pipeline: OperationPipeline;
   authenticator: Authenticator;
   createContext: CreateContext;
   rateLimits: RateLimits;
+  /** Messages a second one socket may send, every kind counted, with bursts (`RATE_LIMIT`; 0: no limit). */
+  messagesPerSecond: number;
   /**
    * The text of the document a subscribe message names, by its text or by a trusted document's id
    * (the trusted-documents rule, the same as over HTTP); throws a failure to refuse it.
@@ -85,117 +88,280 @@ export interface SubscriptionServer {
 
 /** What this server keeps about one socket. */
 interface SocketState {
-  address: string;
   caller?: Caller;
   cancelExpiry?: () => void;
-  /** This socket's subscriptions by id: their Subscription field, and whether their event stream runs yet. */
-  subscriptions: Map<string, { field: string; running: boolean }>;
+  /** Its subscribe messages, from their arrival until their subscriptions end. */
+  operations: SocketOperations;
+}
+
+/** What the parts of the server share: its options, its sockets, and what it counts across them. */
+interface Door {
+  options: SubscriptionServerOptions;
+  websockets: WebSocketServerOf<ReturnType<typeof boundedWebSocketClass>>;
+  states: WeakMap<WebSocket, SocketState>;
+  socketsByAddress: Map<string, number>;
+  callers: CallerSubscriptions;
+  /** The request id of each refusal, by the errors graphql-ws hands back to `onError`: it names the refusal in the log and the answer. */
+  refusals: WeakMap<readonly GraphQLError[], string>;
+  closing: boolean;
 }
 
 type SocketContext = Context<Record<string, unknown>, Extra>;
+/** graphql-ws's options for `ws`: its hooks. */
+type ProtocolOptions = Parameters<typeof useServer<Record<string, unknown>>>[0];
 
 /**
  * GraphQL subscriptions over WebSocket (graphql-ws, subprotocol `graphql-transport-ws`) on the
  * same port and path as `/graphql`. Each socket authenticates once, in `connection_init`, with
  * the same credentials as HTTP (refused: closed with 4403 before any operation), and is closed
  * with 4403 when its access token expires. Each subscribe message is counted by the per-caller
- * rate limit and checked like an HTTP request: the trusted-documents rule, the token limit while
- * parsing, validation with the same rules (depth, aliases, directives), and the cost. Only
- * subscriptions run here; queries and mutations go over HTTP. Each event runs with a context
- * of its own (fresh services and DataLoaders), so it reads what is stored now.
+ * rate limit and checked by the operation pipeline like an HTTP request: the trusted-documents
+ * rule, the document stage (the token limit, validation with the limits), and the cost. Only
+ * subscriptions run here; queries and mutations go over HTTP. Each event runs through the
+ * pipeline's execute stage with a context of its own (fresh services and DataLoaders), so it
+ * reads what is stored now. What a socket may cost is bounded (see `boundedWebSocketClass`),
+ * and its subscriptions end with it.
  */
 export function startSubscriptionServer(options: SubscriptionServerOptions): SubscriptionServer {
-  const { pipeline, authenticator, createContext, rateLimits, caps, clock, metrics, logger, production } = options;
-  const websockets = new WebSocketServer({ noServer: true, maxPayload: BODY_LIMIT_BYTES });
-  const socketsByAddress = new Map<string, number>();
-  const subscriptionsByCaller = new Map<number, number>();
-  let closing = false;
+  const limits = { maxBufferedBytes: options.caps.bufferedBytesPerWebsocket, messagesPerSecond: options.messagesPerSecond };
+  const serverOptions: ServerOptions<ReturnType<typeof boundedWebSocketClass>> & { closeTimeout: number } = {
+    noServer: true,
+    maxPayload: BODY_LIMIT_BYTES,
+    WebSocket: boundedWebSocketClass(limits, options.clock),
+    // ws 8.23's option (not yet in its type definitions): a socket that does not answer a close frame is cut.
+    closeTimeout: CLOSE_GRACE_MS,
+  };
+  const door: Door = {
+    options,
+    websockets: new WebSocketServer<ReturnType<typeof boundedWebSocketClass>>(serverOptions),
+    states: new WeakMap(),
+    socketsByAddress: new Map(),
+    callers: new CallerSubscriptions(options.caps.subscriptionsPerCaller),
+    refusals: new WeakMap(),
+    closing: false,
+  };
+  routeUpgrades(options.httpServer, isGraphqlWebSocket, (request, socket, head) => void acceptSocket(door, request, socket, head));
+  useServer<Record<string, unknown>>(protocolOptions(door), door.websockets, KEEP_ALIVE_MS);
+  return {
+    async close() {
+      door.closing = true;
+      // Resolves once the last socket has closed: each within CLOSE_GRACE_MS of its close frame.
+      const closed = new Promise<void>((resolve) => door.websockets.close(() => resolve()));
+      for (const websocket of door.websockets.clients) websocket.close(GOING_AWAY, 'server stopping');
+      await closed;
+    },
+  };
+}
 
-  options.httpServer.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    void upgrade(request, socket, head);
+/** A WebSocket opening on /graphql: the one upgrade this server takes; any other request is served over HTTP. */
+function isGraphqlWebSocket(request: IncomingMessage): boolean {
+  const url = request.url ?? '/';
+  return (
+    request.method === 'GET' &&
+    request.headers.upgrade?.toLowerCase() === 'websocket' &&
+    URL.canParse(url, 'http://localhost') &&
+    new URL(url, 'http://localhost').pathname === GRAPHQL_PATH
+  );
+}
+
+/** Opens a socket once its origin, its address's rate and its address's count of sockets allow it. */
+async function acceptSocket(door: Door, request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  const { options, websockets } = door;
+  // Counted as the rate limits count addresses: an IPv6 client by its /64, inside which it can rotate freely.
+  const address = addressKey(options.clientAddress(request));
+  try {
+    checkOrigin(request, options.corsOrigins);
+    await options.rateLimits.countAddress(address);
+    const { websocketsPerAddress } = options.caps;
+    if ((door.socketsByAddress.get(address) ?? 0) >= websocketsPerAddress) throw tooManyWebsockets(websocketsPerAddress);
+  } catch (error) {
+    refuseUpgrade(socket, failureOf(error));
+    return;
+  }
+  websockets.handleUpgrade(request, socket, head, (websocket) => {
+    track(door, websocket, address);
+    websockets.emit('connection', websocket, request);
+    // A client's protocol error (a message over the size limit, a bad frame) closes its socket with
+    // the right code already (1009, 1002); graphql-ws would also print it to the console as a server fault.
+    websocket
+      .removeAllListeners('error')
+      .on('error', (error) => options.logger.debug({ err: error, address }, 'WebSocket closed for a protocol error'));
+    if (door.closing) websocket.close(GOING_AWAY, 'server stopping');
   });
+}
 
-  async function upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    // Counted as the rate limits count addresses: an IPv6 client by its /64, inside which it can rotate freely.
-    const address = addressKey(options.clientAddress(request));
-    try {
-      const path = new URL(request.url ?? '/', 'http://localhost').pathname;
-      if (path !== GRAPHQL_PATH) throw noSuchEndpoint(request.method ?? 'GET', path);
-      checkOrigin(request);
-      await rateLimits.countAddress(address);
-      if ((socketsByAddress.get(address) ?? 0) >= caps.websocketsPerAddress) throw tooManyWebsockets(caps.websocketsPerAddress);
-    } catch (error) {
-      refuseUpgrade(socket, failureOf(error));
-      return;
+/**
+ * Counts an open socket (per address, and in the gauge) until it closes. Its close, whatever
+ * its cause, ends everything it holds at once, before graphql-ws hears of it: its operations at
+ * any stage (their per-caller count, gauge and change-feed listeners), and its expiry timer.
+ */
+function track(door: Door, websocket: BoundedWebSocket, address: string): void {
+  const { metrics, logger } = door.options;
+  const state: SocketState = { operations: new SocketOperations(door.callers, metrics) };
+  door.states.set(websocket, state);
+  door.socketsByAddress.set(address, (door.socketsByAddress.get(address) ?? 0) + 1);
+  metrics.websocketOpened();
+  websocket.once('close', (code, reason) => {
+    state.cancelExpiry?.();
+    state.operations.endAll();
+    const left = (door.socketsByAddress.get(address) ?? 1) - 1;
+    if (left === 0) door.socketsByAddress.delete(address);
+    else door.socketsByAddress.set(address, left);
+    metrics.websocketClosed();
+    if (websocket.endedFor === undefined) logger.debug({ address, code, reason: reason.toString() }, 'WebSocket closed');
+    else logger.info({ address, code, endedFor: websocket.endedFor }, `WebSocket ended by the server: ${websocket.endedFor}`);
+  });
+}
+
+/** graphql-ws's hooks: the socket's credential, then each subscribe message's checks and lifecycle. */
+function protocolOptions(door: Door): ProtocolOptions {
+  const { options } = door;
+  const stateOf = (context: SocketContext): SocketState => door.states.get(context.extra.socket)!;
+  const check = subscribeChecks(options);
+  const { format } = options.pipeline;
+  return {
+    schema: options.pipeline.schema,
+    subscribe: subscribeEach(options),
+    isProd: options.production,
+    onConnect: (context) => authenticate(options, stateOf(context), context),
+    onSubscribe: (context, id, payload) => startOperation(door, stateOf(context), check, context, id, payload),
+    onOperation(context, _id, payload, _args, result) {
+      // Its event stream is open: from now on it gets every change (what /readyz and the gauge count).
+      const operation = stateOf(context).operations.of(payload);
+      if (Symbol.asyncIterator in (result as object)) operation?.run(result as AsyncIterator<unknown>);
+    },
+    onNext(context, _id, payload, args, result) {
+      const field = stateOf(context).operations.of(payload)?.field;
+      if (field !== undefined) options.metrics.eventSent(field);
+      if (result.errors === undefined) return undefined;
+      return {
+        ...result,
+        errors: format.render(result.errors as readonly GraphQLError[], (args.contextValue as RequestContext).requestId),
+      };
+    },
+    onError: (_context, id, _payload, errors) => format.render(errors, door.refusals.get(errors) ?? id),
+    onComplete: (context, _id, payload) => stateOf(context).operations.of(payload)?.end(),
+  };
+}
+
+/** `connection_init`: the socket's caller, and its close with 4403 when their access token expires. */
+async function authenticate(options: SubscriptionServerOptions, state: SocketState, context: SocketContext): Promise<boolean> {
+  const { authenticator, clock, logger } = options;
+  const socket = context.extra.socket;
+  const authorization = context.connectionParams?.Authorization ?? context.connectionParams?.authorization;
+  let caller: Caller | null;
+  try {
+    caller = typeof authorization === 'string' ? await authenticator.authenticate(authorization) : null;
+  } catch (error) {
+    logger.warn({ err: error }, 'WebSocket refused: its credential could not be checked');
+    socket.close(TRY_AGAIN_LATER, 'credentials cannot be checked right now');
+    return false;
+  }
+  // A socket that closed meanwhile gets nothing that would outlive it (the expiry timer).
+  if (caller === null || socket.readyState !== socket.OPEN) return false;
+  state.caller = caller;
+  if (caller.acceptedUntil !== undefined) {
+    state.cancelExpiry = clock.schedule(
+      () => socket.close(CloseCode.Forbidden, 'Forbidden: credential expired'),
+      caller.acceptedUntil - clock.now(),
+    );
+  }
+  return true;
+}
+
+/**
+ * A subscribe message: checked, then counted against its caller's cap, unless the client
+ * completed it or the socket closed meanwhile (then it starts nothing). Its id is its own until
+ * it ends: a subscribe that reuses it sooner closes the socket as a duplicate id does (4409).
+ */
+async function startOperation(
+  door: Door,
+  state: SocketState,
+  check: ReturnType<typeof subscribeChecks>,
+  context: SocketContext,
+  id: string,
+  payload: SubscribePayload,
+): Promise<ExecutionArgs | readonly GraphQLError[]> {
+  const operation = state.operations.begin(id, payload);
+  if (operation === undefined) {
+    // graphql-ws's own words for a duplicate id, short enough for a close frame. The error is never sent: the socket is closing.
+    const reason = `Subscriber for ${id} already exists`;
+    context.extra.socket.close(
+      CloseCode.SubscriberAlreadyExists,
+      Buffer.byteLength(reason) <= CLOSE_REASON_BYTES ? reason : 'Subscriber already exists',
+    );
+    return [badRequest(reason)];
+  }
+  const { pipeline, createContext } = door.options;
+  const requestId = randomUUID();
+  const observation = pipeline.observer.start('websocket', requestId);
+  const refuse = (errors: readonly GraphQLError[]) => {
+    operation.end();
+    observation.finished(errors);
+    door.refusals.set(errors, requestId);
+    return errors;
+  };
+  try {
+    const checked = await check(state.caller!, payload, observation);
+    if (!('document' in checked)) return refuse(checked);
+    // Completed by the client (graphql-ws no longer holds its id, and sends nothing for it) or closed while it was checked.
+    if (operation.hasEnded || !(id in context.subscriptions)) return refuse([badRequest('completed before it started')]);
+    operation.reserve(state.caller!.userId, checked.field);
+    return {
+      schema: pipeline.schema,
+      document: checked.document,
+      operationName: payload.operationName,
+      variableValues: payload.variables,
+      contextValue: createContext(state.caller!, requestId, observation),
+    };
+  } catch (error) {
+    return refuse([error instanceof GraphQLError ? error : failureOf(error)]);
+  }
+}
+
+/**
+ * The checks of a subscribe message, as over HTTP: the caller's rate limit, the trusted-documents
+ * rule, the pipeline's document and limit stages, one subscription operation. Answers its document
+ * and root field, or the errors refusing it; throws a failure to refuse it otherwise.
+ */
+function subscribeChecks(options: SubscriptionServerOptions) {
+  const { pipeline, rateLimits } = options;
+  return async (
+    caller: Caller,
+    payload: SubscribePayload,
+    observation: Observation,
+  ): Promise<{ document: DocumentNode; field: string } | readonly GraphQLError[]> => {
+    await rateLimits.countCaller(caller.userId);
+    const text = options.documentOf(payload);
+    if (text === undefined) throw badRequest('a subscribe message must carry a GraphQL document');
+    const checked = pipeline.check({ text, operationName: payload.operationName, variables: payload.variables }, observation);
+    if ('errors' in checked) return checked.errors;
+    const { document, operation } = checked;
+    if (operation.operation !== 'subscription') {
+      throw badRequest('only subscriptions are served over WebSocket; send queries and mutations to POST /graphql');
     }
-    websockets.handleUpgrade(request, socket, head, (websocket) => {
-      socketsByAddress.set(address, (socketsByAddress.get(address) ?? 0) + 1);
-      metrics.websocketOpened();
-      websocket.once('close', () => {
-        const left = (socketsByAddress.get(address) ?? 1) - 1;
-        if (left === 0) socketsByAddress.delete(address);
-        else socketsByAddress.set(address, left);
-        metrics.websocketClosed();
-      });
-      states.set(websocket, { address, subscriptions: new Map() });
-      websockets.emit('connection', websocket, request);
-      // A client's protocol error (a message over the size limit, a bad frame) closes its socket with
-      // the right code already (1009, 1002); graphql-ws would also print it to the console as a server fault.
-      websocket
-        .removeAllListeners('error')
-        .on('error', (error) => logger.debug({ err: error, address }, 'WebSocket closed for a protocol error'));
-      if (closing) websocket.close(GOING_AWAY, 'server stopping');
-    });
-  }
+    return { document, field: rootFieldOf(operation, document) };
+  };
+}
 
-  /** Browsers send their page's origin; only the server's own and the CORS_ORIGINS may open a socket. */
-  function checkOrigin(request: IncomingMessage): void {
-    const origin = request.headers.origin;
-    if (origin === undefined || options.corsOrigins.includes(origin)) return;
-    if (URL.canParse(origin) && new URL(origin).host === request.headers.host) return;
-    throw originNotAllowed(origin);
-  }
-
-  const states = new WeakMap<WebSocket, SocketState>();
-  /** The request id of each refusal, by the errors graphql-ws hands back to `onError`: it names the refusal in the log and the answer. */
-  const refusals = new WeakMap<readonly GraphQLError[], string>();
-  const stateOf = (context: SocketContext): SocketState => states.get(context.extra.socket)!;
-
-  function reserve(state: SocketState, id: string, field: string): void {
-    const userId = state.caller!.userId;
-    const running = subscriptionsByCaller.get(userId) ?? 0;
-    if (running >= caps.subscriptionsPerCaller) throw tooManySubscriptions(caps.subscriptionsPerCaller);
-    subscriptionsByCaller.set(userId, running + 1);
-    state.subscriptions.set(id, { field, running: false });
-  }
-
-  function release(state: SocketState, id: string): void {
-    const subscription = state.subscriptions.get(id);
-    if (subscription === undefined) return;
-    state.subscriptions.delete(id);
-    if (subscription.running) metrics.subscriptionEnded(subscription.field);
-    const userId = state.caller!.userId;
-    const left = (subscriptionsByCaller.get(userId) ?? 1) - 1;
-    if (left === 0) subscriptionsByCaller.delete(userId);
-    else subscriptionsByCaller.set(userId, left);
-  }
-
-  /**
-   * Opens the subscription's event stream, then runs each event through the pipeline's execute
-   * stage with a context (and an observation) of its own, so that DataLoaders never answer from
-   * an earlier event. The subscribe message's observation ends once its stream is open, or refused.
-   */
-  async function subscribe(args: ExecutionArgs): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> {
+/**
+ * Opens a subscription's event stream, then runs each event through the pipeline's execute
+ * stage with a context (and an observation) of its own, so that DataLoaders never answer from an
+ * earlier event. The subscribe message's observation ends once its stream is open, or refused.
+ */
+function subscribeEach({ pipeline, createContext }: SubscriptionServerOptions) {
+  return async function subscribe(args: ExecutionArgs): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> {
     const { caller, requestId, observation } = args.contextValue as RequestContext;
     const source = await createSourceEventStream(args);
     if (!(Symbol.asyncIterator in source)) {
-      observation.finished(source.errors);
-      return source;
+      const refused = withFailureKinds(source);
+      observation.finished(refused.errors);
+      return refused;
     }
     observation.finished(undefined);
     const { document } = args;
+    const operation = getOperationAST(document, args.operationName)!;
     const variables = args.variableValues ?? undefined;
-    const operation = operationOf(document, args.operationName);
     const events = source[Symbol.asyncIterator]();
     const results: AsyncIterableIterator<ExecutionResult> = {
       async next() {
@@ -218,110 +384,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
       [Symbol.asyncIterator]: () => results,
     };
     return results;
-  }
-
-  useServer<Record<string, unknown>>(
-    {
-      schema: pipeline.schema,
-      subscribe,
-      isProd: production,
-      async onConnect(context) {
-        const state = stateOf(context);
-        const authorization = context.connectionParams?.Authorization ?? context.connectionParams?.authorization;
-        let caller: Caller | null;
-        try {
-          caller = typeof authorization === 'string' ? await authenticator.authenticate(authorization) : null;
-        } catch (error) {
-          logger.warn({ err: error }, 'WebSocket refused: its credential could not be checked');
-          context.extra.socket.close(TRY_AGAIN_LATER, 'credentials cannot be checked right now');
-          return false;
-        }
-        if (caller === null) return false;
-        state.caller = caller;
-        if (caller.acceptedUntil !== undefined) {
-          const socket = context.extra.socket;
-          state.cancelExpiry = clock.schedule(
-            () => socket.close(CloseCode.Forbidden, 'Forbidden: credential expired'),
-            caller.acceptedUntil - clock.now(),
-          );
-        }
-        return true;
-      },
-      async onSubscribe(context, id, payload) {
-        const state = stateOf(context);
-        const requestId = randomUUID();
-        const observation = pipeline.observer.start('websocket', requestId);
-        const refuse = (errors: readonly GraphQLError[]) => {
-          observation.finished(errors);
-          refusals.set(errors, requestId);
-          return errors;
-        };
-        try {
-          await rateLimits.countCaller(state.caller!.userId);
-          const text = options.documentOf(payload);
-          if (text === undefined) throw badRequest('a subscribe message must carry a GraphQL document');
-          const checked = pipeline.check({ text, operationName: payload.operationName, variables: payload.variables }, observation);
-          if ('errors' in checked) return refuse(checked.errors);
-          if (checked.operation.operation !== 'subscription') {
-            throw badRequest('only subscriptions are served over WebSocket; send queries and mutations to POST /graphql');
-          }
-          reserve(state, id, rootFieldOf(checked.operation, checked.document));
-          return {
-            schema: pipeline.schema,
-            document: checked.document,
-            operationName: payload.operationName,
-            variableValues: payload.variables,
-            contextValue: createContext(state.caller!, requestId, observation),
-          };
-        } catch (error) {
-          return refuse([error instanceof GraphQLError ? error : failureOf(error)]);
-        }
-      },
-      onOperation(context, id, _payload, _args, result) {
-        // Its event stream is open: from now on it gets every change (what /readyz and the gauge count).
-        const subscription = stateOf(context).subscriptions.get(id);
-        if (subscription === undefined || !(Symbol.asyncIterator in (result as object))) return;
-        subscription.running = true;
-        metrics.subscriptionStarted(subscription.field);
-      },
-      onNext(context, id, _payload, args, result) {
-        const subscription = stateOf(context).subscriptions.get(id);
-        if (subscription !== undefined) metrics.eventSent(subscription.field);
-        if (result.errors === undefined) return undefined;
-        return {
-          ...result,
-          errors: pipeline.format.render(result.errors as readonly GraphQLError[], (args.contextValue as RequestContext).requestId),
-        };
-      },
-      onError: (_context, id, _payload, errors) => pipeline.format.render(errors, refusals.get(errors) ?? id),
-      onComplete: (context, id) => release(stateOf(context), id),
-      onClose(context) {
-        const state = stateOf(context);
-        state.cancelExpiry?.();
-        for (const id of [...state.subscriptions.keys()]) release(state, id);
-      },
-    },
-    websockets,
-    KEEP_ALIVE_MS,
-  );
-
-  return {
-    async close() {
-      closing = true;
-      for (const websocket of websockets.clients) websocket.close(GOING_AWAY, 'server stopping');
-      const closed = new Promise<void>((resolve) => websockets.close(() => resolve()));
-      const late = setTimeout(() => {
-        for (const websocket of websockets.clients) websocket.terminate();
-      }, CLOSE_GRACE_MS);
-      await closed;
-      clearTimeout(late);
-    },
   };
-}
-
-/** The operation a valid subscription's arguments name (graphql-ws resolved it before calling `subscribe`). */
-function operationOf(document: DocumentNode, operationName: string | null | undefined): OperationDefinitionNode {
-  return getOperationAST(document, operationName)!;
 }
 
 /** The one field a (valid) subscription selects at its root, through fragments if need be. */

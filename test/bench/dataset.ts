@@ -162,7 +162,7 @@ export function userDocument(userId: number, conversations: number): UserDocumen
   return {
     id: userId,
     username: `${pick(next, FIRST_NAMES)}.${pick(next, LAST_NAMES)}${userId}`,
-    balanceUnits: between(next, 0, 5_000) * 100,
+    balanceMicros: between(next, 0, 5_000) * 10_000,
     lastConversationId: conversations,
     createdAt,
     updatedAt: createdAt,

@@ -14,6 +14,8 @@ export interface Child {
   output(): string;
   /** Resident set size in bytes, read from /proc (Linux only; NaN elsewhere). */
   rss(): number;
+  /** The largest resident set size so far, in bytes (Linux only; NaN elsewhere). */
+  peakRss(): number;
   /** CPU time used so far (user + system), in seconds (Linux only; NaN elsewhere). */
   cpuSeconds(): number;
   stop(): Promise<void>;
@@ -51,6 +53,7 @@ export function startNode(name: string, args: string[], options: { env?: Record<
     process: child,
     output: () => output,
     rss: () => residentBytes(child.pid!),
+    peakRss: () => residentBytes(child.pid!, 'VmHWM'),
     cpuSeconds: () => cpuSecondsOf(child.pid!),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
@@ -93,10 +96,11 @@ export async function waitForHttp(child: Child, url: string, timeoutMs = 60_000)
   throw new Error(`${child.name} did not answer ${url}:\n${child.output()}`);
 }
 
-function residentBytes(pid: number): number {
+/** `VmRSS` (now) or `VmHWM` (the peak so far) of a process, in bytes. */
+function residentBytes(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kilobytes = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
+    const kilobytes = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1];
     if (kilobytes !== undefined) return Number(kilobytes) * 1024;
   } catch {
     // no /proc: not Linux, or the process is gone

@@ -41,7 +41,12 @@ export async function measureSubscriptions(
   const client = await MongoClient.connect(databaseUri);
   const users = client.db().collection('users');
   await users.insertMany(
-    Array.from({ length: USERS }, (_, index) => ({ id: index + 1, username: `live-${index + 1}`, balanceUnits: 0, lastConversationId: 0 })),
+    Array.from({ length: USERS }, (_, index) => ({
+      id: index + 1,
+      username: `live-${index + 1}`,
+      balanceMicros: 0,
+      lastConversationId: 0,
+    })),
   );
   const port = await freePort();
   const gateway = startNode('subscriptions gateway', ['dist/main.js'], {
@@ -113,7 +118,7 @@ export async function measureSubscriptions(
       for (let write = 0; write < writes; write++) {
         const user = userOfWrite(write);
         const started = performance.now();
-        await users.updateOne({ id: user }, { $inc: { balanceUnits: 10_000 } });
+        await users.updateOne({ id: user }, { $inc: { balanceMicros: 1_000_000 } });
         const arrivals = await Promise.all(readersOf(user).map((reader) => reader.nextTimed(30_000)));
         for (const { receivedAt } of arrivals) delays.push(receivedAt - started);
       }

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 
 import { createAccounts } from '../../src/accounts/index.js';
-import { pointsToUnits } from '../../src/accounts/points.js';
+import { pointsToMicros } from '../../src/accounts/points.js';
 import type { UserModel } from '../../src/accounts/user.model.js';
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { type Gift, GIFT_POINTS, GIFTS } from '../../src/billing/gift.js';
@@ -480,8 +480,8 @@ async function verify(world: World, tally: Tally): Promise<string[]> {
     const gifts = user?.grantedGifts ?? [];
     const giftPoints = gifts.reduce((sum, gift) => sum + GIFT_POINTS[gift], 0);
     // A cent of money buys a tenth of a point.
-    const expected = pointsToUnits(person.seedPoints) + pointsToUnits(chargedCents / 10) + pointsToUnits(giftPoints);
-    expect(user?.balanceUnits, `balance of ${person.username}`).toBe(expected);
+    const expected = pointsToMicros(person.seedPoints) + pointsToMicros(chargedCents / 10) + pointsToMicros(giftPoints);
+    expect(user?.balanceMicros, `balance of ${person.username}`).toBe(expected);
     const awaiting = open.filter((purchase) => purchase.userId === person.id).map((purchase) => purchase.orderId);
     const listed = user?.pendingOrders ?? [];
     const odd = all.filter((purchase) => awaiting.includes(purchase.orderId) !== listed.includes(purchase.orderId));

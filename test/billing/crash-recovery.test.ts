@@ -110,7 +110,7 @@ describe('a gateway killed between charge and credit', () => {
       const [purchase] = await connection.collection('purchases').find({}).toArray();
       expect(purchase).toMatchObject({ orderId: stub.paidOrders()[0], state: 'pending', quota: 250 });
       expect(await connection.collection('users').findOne({ id: 1 })).toMatchObject({
-        balanceUnits: 25_000,
+        balanceMicros: 2_500_000,
         pendingOrders: [stub.paidOrders()[0]],
       });
 
@@ -127,7 +127,7 @@ describe('a gateway killed between charge and credit', () => {
           .find({}, { projection: { _id: 0, state: 1 } })
           .toArray(),
       ).toEqual([{ state: 'credited' }]);
-      expect(await connection.collection('users').findOne({ id: 1 })).toMatchObject({ balanceUnits: 2_525_000, pendingOrders: [] });
+      expect(await connection.collection('users').findOne({ id: 1 })).toMatchObject({ balanceMicros: 252_500_000, pendingOrders: [] });
       await kill(after.child, 'SIGTERM');
       expect(after.child.exitCode).toBe(0);
     } finally {

@@ -33,15 +33,15 @@ afterAll(async () => {
 });
 
 describe('balances after thousands of operations', () => {
-  it(`stay exact to 4 decimals, and agree with the wallets, after ${BUYS} buys of assorted sizes by several users`, async () => {
+  it(`stay exact to 6 decimals, and agree with the wallets, after ${BUYS} buys of assorted sizes by several users`, async () => {
     const next = seededRandom(20_240_611);
     const people = [
-      { id: 1, username: 'ann', quota: 12.3456 },
-      { id: 2, username: 'ben', quota: 0.0001 },
-      { id: 3, username: 'cat', quota: 99_999.9999 },
-      { id: 4, username: 'dan', quota: 0 },
+      { id: 1, username: 'ann', quota: 12.345678, micros: 12_345_678 },
+      { id: 2, username: 'ben', quota: 0.000001, micros: 1 },
+      { id: 3, username: 'cat', quota: 99_999.999999, micros: 99_999_999_999 },
+      { id: 4, username: 'dan', quota: 0, micros: 0 },
     ];
-    await gateway.seed({ users: people });
+    await gateway.seed({ users: people.map(({ id, username, quota }) => ({ id, username, quota })) });
     // Wallets in cents, the provider's own unit (a point costs 10 cents); dan's is small, so most of his buys are refused.
     const walletCents = [150_000_000, 100_000_000, 250_000_000, 50_000];
     people.forEach((person, index) => stub.setUser(person.username, { wallet: walletCents[index]! / 100 }));
@@ -81,10 +81,10 @@ describe('balances after thousands of operations', () => {
 
     for (const [index, person] of people.entries()) {
       const boughtPoints = credited.filter((purchase) => purchase.userId === person.id).reduce((sum, purchase) => sum + purchase.quota, 0);
-      const expectedUnits = Math.round(person.quota * 10_000) + boughtPoints * 10_000;
+      const expectedMicros = person.micros + boughtPoints * 1_000_000;
       expect(await rest(gateway, tokens[index]!, '/quota')).toEqual({
         status: 200,
-        text: `{"status":true,"quota":${expectedUnits / 10_000}}`,
+        text: `{"status":true,"quota":${expectedMicros / 1_000_000}}`,
       });
       expect(Math.round(stub.wallet(person.username) * 100)).toBe(walletCents[index]! - boughtPoints * 10);
     }

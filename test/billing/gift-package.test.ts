@@ -149,7 +149,7 @@ describe('the gift package on the official deployment', () => {
     // Crashes: one right after the claim of `cert`, one between the credit of `teenager` and its record.
     await gateway.models.giftGrants.create({ userId: 7, gift: 'cert', points: 50, credited: false });
     await gateway.models.giftGrants.create({ userId: 7, gift: 'teenager', points: 150, credited: false });
-    await gateway.models.users.updateOne({ id: 7 }, { $inc: { balanceUnits: 1_500_000 }, $addToSet: { grantedGifts: 'teenager' } });
+    await gateway.models.users.updateOne({ id: 7 }, { $inc: { balanceMicros: 150_000_000 }, $addToSet: { grantedGifts: 'teenager' } });
 
     await Promise.all(Array.from({ length: 3 }, () => rest(gateway, token(7), '/package')));
 

@@ -1,7 +1,7 @@
 import type { UserRecord } from '../../src/accounts/user.model.js';
 import type { PurchaseRecord } from '../../src/billing/purchase.model.js';
 import { loadConfig } from '../../src/config.js';
-import { createLogger, type Logger } from '../../src/logger.js';
+import { createLogger } from '../../src/logger.js';
 import { type RunningService, type ServiceOptions, startService } from '../../src/service.js';
 import { type SsoStub, type SsoStubUser, startSsoStub } from '../../src/sso-stub/stub-server.js';
 import { startTestGateway, TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
@@ -75,7 +75,7 @@ export function startAnotherInstance(
 export function startOfficialGateway(
   stub: SsoStub,
   environment: Record<string, string> = {},
-  options: ServiceOptions & { logger?: Logger } = {},
+  options: Parameters<typeof startTestGateway>[1] = {},
 ): Promise<TestGateway> {
   return startTestGateway(officialEnvironment(stub, environment), options);
 }

@@ -56,7 +56,7 @@ describe('the settlement sweep', () => {
 
     const user = await userRecord(gateway, 1);
     expect(user?.pendingOrders).toEqual([]);
-    expect(user?.balanceUnits).toBe(405_000);
+    expect(user?.balanceMicros).toBe(40_500_000);
     const statusCalls = callsTo(stub, '/app/payment/status');
     await clock.advance(10_000); // a hundred sweeps
     expect(callsTo(stub, '/app/payment/status')).toBe(statusCalls); // nothing left to ask about
@@ -79,7 +79,7 @@ describe('the settlement sweep', () => {
 
     expect((await purchasesOf(gateway, 1))[0]?.state).toBe('credited');
     expect(callsTo(stub, '/app/payment/status')).toBe(0);
-    expect((await userRecord(gateway, 1))?.balanceUnits).toBe(405_000);
+    expect((await userRecord(gateway, 1))?.balanceMicros).toBe(40_500_000);
     expect(await quotaOf(gateway, token)).toBe(40.5);
     expect(stub.wallet('rosa')).toBe(6);
   });
@@ -94,11 +94,11 @@ describe('the settlement sweep', () => {
       { orderId: purchase!.orderId },
       { $set: { state: 'crediting', nextCheckAt: new Date(clock.now()) }, $unset: { closedAt: 1 } },
     );
-    await gateway.models.users.updateOne({ id: 1 }, { $set: { balanceUnits: 5_000 }, $addToSet: { pendingOrders: purchase!.orderId } });
+    await gateway.models.users.updateOne({ id: 1 }, { $set: { balanceMicros: 500_000 }, $addToSet: { pendingOrders: purchase!.orderId } });
     await Promise.all([clock.advance(0), quotaOf(gateway, token), quotaOf(gateway, token)]);
 
     expect((await purchasesOf(gateway, 1))[0]?.state).toBe('credited');
-    expect(await userRecord(gateway, 1)).toMatchObject({ balanceUnits: 405_000, pendingOrders: [] });
+    expect(await userRecord(gateway, 1)).toMatchObject({ balanceMicros: 40_500_000, pendingOrders: [] });
     expect(callsTo(stub, '/app/payment/status')).toBe(0);
     expect(stub.wallet('sami')).toBe(6);
   });
@@ -232,7 +232,7 @@ describe('the settlement sweep', () => {
     const purchases = await connection.collection('purchases').find({}).toArray();
     const user = await connection.collection('users').findOne({ id: 1 });
     expect(purchases.map((purchase) => purchase.state)).toEqual(['credited']);
-    expect(user?.balanceUnits).toBe(200_000);
+    expect(user?.balanceMicros).toBe(20_000_000);
     expect(user?.pendingOrders).toEqual([]);
     expect(stub.wallet('pavel')).toBe(8);
   });

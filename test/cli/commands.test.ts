@@ -18,6 +18,7 @@ const COMMANDS = {
   'embedded-mongodb': 'dist/cli/embedded-db.js',
   'sso-stub': 'dist/cli/sso-stub.js',
   sidecar: 'dist/cli/sidecar.js',
+  import: 'dist/cli/import.js',
 } as const;
 
 /** Each line on stderr is `name: message`; none is a line of a stack trace. */

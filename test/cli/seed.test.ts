@@ -70,7 +70,7 @@ describe('npm run seed', () => {
     expect(await db.collection('apiKeys').countDocuments()).toBe(1);
     expect(await db.collection('users').findOne({ id: 1 })).toMatchObject({
       username: 'alice',
-      balanceUnits: 125_000,
+      balanceMicros: 12_500_000,
       lastConversationId: 9,
     });
     expect(JSON.stringify(await db.collection('apiKeys').findOne({}))).not.toContain('sk-alice');
@@ -98,6 +98,7 @@ describe('npm run seed', () => {
         conversation(50, 1, 'again'),
         conversation(404, 1),
         { ...conversation(50, 3), messages: [{ role: '', content: 7 }] },
+        conversation(50, 4, '🚀'.repeat(257)),
       ],
     });
     const { code, stdout, stderr } = await seed(file);
@@ -113,12 +114,13 @@ describe('npm run seed', () => {
         'conversations[2].id: must be an integer from 1 to 2147483647',
         'conversations[5].messages[0].role: must not be empty',
         'conversations[5].messages[0].content: must be a string',
+        'conversations[6].name: must be at most 256 characters',
         'users[3].id: user 50 is listed twice (also users[0].id)',
         'users[2].username: "erin" is listed twice (also users[0].username)',
         'conversations[3]: conversation 1 of user 50 is listed twice (also conversations[0])',
         'conversations[4].userId: user 404 is neither in the file nor in the database',
         'users[2].apiKeys[0]: this key belongs to user 1 in the database',
-        '13 problems; nothing was written',
+        '14 problems; nothing was written',
       ].map((line) => `seed: ${file}: ${line}`),
     );
     expect(await snapshot()).toEqual(before);

@@ -1,6 +1,10 @@
+import { METHODS } from 'node:http';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { MAX_UNKNOWN_OPERATION_NAMES } from '../../src/observability/request-labels.js';
+import { legacyRoutes } from '../../src/rest/routes.js';
+import { send } from '../security/http.js';
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
 
@@ -183,4 +187,44 @@ describe('operation names chosen by callers', () => {
     const rest = { operation_name: 'ListConversations', operation_type: 'query', result: 'success' };
     expect(await growth('graphql_operations_total', rest, () => get('/conversation/list'))).toBe(1);
   });
+});
+
+describe('paths spelled by callers', () => {
+  let spelled: TestGateway;
+
+  beforeAll(async () => {
+    spelled = await startTestGateway({ REST_BASE_PATH: '/api' });
+  });
+  afterAll(() => spelled?.stop());
+
+  /** Every distinct `route` label value in the scrape. */
+  const routeLabels = (text: string) => new Set([...text.matchAll(/route="([^"]*)"/g)].map((match) => match[1]!));
+  /** Every spelling of `path` that changes the case of its letters. */
+  const everyCase = (path: string) =>
+    Array.from({ length: 2 ** path.replace(/[^a-z]/g, '').length }, (_, variant) => {
+      let letter = 0;
+      return path.replace(/[a-z]/g, (character) => ((variant >> letter++) & 1 ? character.toUpperCase() : character));
+    });
+  /** Two other spellings of `path`: in capitals, and in alternating case with a trailing slash. */
+  const otherCases = (path: string) => [
+    path.toUpperCase(),
+    `${[...path].map((character, index) => (index % 2 ? character.toUpperCase() : character)).join('')}/`,
+  ];
+
+  it('name each request after the route it matched, so 34 methods × 128 spellings of /graphql add no label', async () => {
+    const legacyPaths = legacyRoutes.flatMap(({ path }) => [path, `/api${path}`]);
+    const others = [...legacyPaths, '/healthz', '/readyz', '/metrics', '/openapi.json', '/playground/assets/playground.js'];
+    const spellings = [...everyCase('/graphql'), ...others.flatMap(otherCases)];
+    expect(spellings.filter((path) => path.toLowerCase() === '/graphql')).toHaveLength(128);
+    // CONNECT opens a tunnel rather than asking for a path: Node hands it to no request handler.
+    const methods = METHODS.filter((method) => method !== 'CONNECT');
+    expect(methods).toHaveLength(34);
+    for (const method of methods) await Promise.all(spellings.map((path) => send(spelled.url, { method, path })));
+
+    const labels = routeLabels(await scrapeMetrics(spelled.url));
+    const declared = new Set(['/graphql', ...legacyPaths, '/healthz', '/readyz', '/metrics', '/openapi.json', '/playground/assets/:file']);
+    expect([...labels].filter((label) => !declared.has(label) && label !== '(unmatched)')).toEqual([]);
+    expect(labels).toContain('/graphql');
+    expect(labels).toContain('/api/quota');
+  }, 90_000);
 });

@@ -67,6 +67,19 @@ describe('the request log', () => {
     expect(line).not.toHaveProperty('userId');
   });
 
+  it('names each request after the route it matched, however the client spelled the path', async () => {
+    const graphqlAnswer = await fetch(`${gateway.url}/GraphQL`, {
+      method: 'POST',
+      body: '{}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(lineFor(graphqlAnswer)).toMatchObject({ method: 'POST', route: '/graphql', status: 401 });
+    const methodAnswer = await fetch(`${gateway.url}/GRAPHQL/`, { method: 'PUT' });
+    expect(lineFor(methodAnswer)).toMatchObject({ method: 'PUT', route: '/graphql', status: 405 });
+    const restAnswer = await fetch(`${gateway.url}/QuOtA`, { headers: { authorization: `Bearer ${token}` } });
+    expect(lineFor(restAnswer)).toMatchObject({ method: 'GET', route: '/quota', status: 200, userId: 7 });
+  });
+
   it('never contains credentials or conversation contents', async () => {
     const authorizations = [`Bearer ${token}`, token, API_KEY, 'Bearer forged.token.value'];
     for (const authorization of authorizations) {

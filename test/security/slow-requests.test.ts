@@ -2,8 +2,9 @@ import { connect, type Socket } from 'node:net';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { HTTP_SERVER_LIMITS } from '../../src/limits.js';
+import { HTTP_SERVER_LIMITS, REFUSED_BODY_DRAIN } from '../../src/limits.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { startTestSidecar, type TestSidecar } from '../support/sidecar.js';
 import { send } from './http.js';
 
 let gateway: TestGateway;
@@ -19,30 +20,35 @@ afterAll(() => gateway?.stop());
 interface Exchange {
   /** The first chunk the server sent, as text. */
   answer: Promise<string>;
+  /** Milliseconds from connecting until the server's first chunk. */
+  answeredAfterMs: Promise<number>;
   /** Milliseconds from connecting until the server closed the connection. */
   closedAfterMs: Promise<number>;
   socket: Socket;
 }
 
 /**
- * A raw connection from `localAddress` that sends `head` (request line and headers), then a body
- * one byte every `everyMs`, as a slow or malicious client would, until the server closes it.
+ * A raw connection from `localAddress` to `url` (the gateway unless told) that sends `head`
+ * (request line and headers), then a body one byte every `everyMs`, as a slow or malicious client
+ * would, until the server closes it.
  */
-function trickle(head: string, { everyMs = 500, localAddress = '127.0.0.1' } = {}): Exchange {
-  const { port } = new URL(gateway.url);
+function trickle(head: string, { everyMs = 500, localAddress = '127.0.0.1', url = gateway.url } = {}): Exchange {
+  const { port } = new URL(url);
   const socket = connect({ host: '127.0.0.1', port: Number(port), localAddress });
   const started = performance.now();
   socket.on('error', () => {});
   socket.write(head);
   const dribble = setInterval(() => socket.writable && socket.write('x'), everyMs);
-  const answer = new Promise<string>((resolve) => socket.once('data', (chunk) => resolve(chunk.toString('latin1'))));
+  const firstChunk = new Promise<[string, number]>((resolve) =>
+    socket.once('data', (chunk) => resolve([chunk.toString('latin1'), performance.now() - started])),
+  );
   const closedAfterMs = new Promise<number>((resolve) =>
     socket.once('close', () => {
       clearInterval(dribble);
       resolve(performance.now() - started);
     }),
   );
-  return { answer, closedAfterMs, socket };
+  return { answer: firstChunk.then(([text]) => text), answeredAfterMs: firstChunk.then(([, ms]) => ms), closedAfterMs, socket };
 }
 
 const post = (path: string, headers: Record<string, string | number>) =>
@@ -50,11 +56,14 @@ const post = (path: string, headers: Record<string, string | number>) =>
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('')}\r\n`;
 
-/** Before, Node kept reading such a body until its 300 s request timeout; now the connection ends with the answer. */
+/**
+ * Before, Node kept reading such a body until its 300 s request timeout; now the connection ends
+ * once the client could read the answer, within `REFUSED_BODY_DRAIN.timeoutMs` of it.
+ */
 const PROMPTLY_MS = 5_000;
 
 describe('a request refused before its body is read', () => {
-  it('answers 401 on /graphql and closes the connection at once, however slowly the body comes', async () => {
+  it('answers 401 on /graphql and closes the connection promptly, however slowly the body comes', async () => {
     const exchange = trickle(post('/graphql', { 'content-type': 'application/json', 'content-length': 100_000 }));
     const answer = await exchange.answer;
     expect(answer).toMatch(/^HTTP\/1\.1 401 /);
@@ -62,7 +71,7 @@ describe('a request refused before its body is read', () => {
     expect(await exchange.closedAfterMs).toBeLessThan(PROMPTLY_MS);
   });
 
-  it('answers 401 on a REST endpoint in its shape and closes the connection at once', async () => {
+  it('answers 401 on a REST endpoint in its shape and closes the connection promptly', async () => {
     const exchange = trickle(post('/buy', { 'content-type': 'application/json', 'content-length': 100_000 }));
     const answer = await exchange.answer;
     expect(answer).toMatch(/^HTTP\/1\.1 401 /);
@@ -71,13 +80,13 @@ describe('a request refused before its body is read', () => {
     expect(await exchange.closedAfterMs).toBeLessThan(PROMPTLY_MS);
   });
 
-  it('answers 413 to a declared body over the limit and closes the connection at once', async () => {
+  it('answers 413 to a declared body over the limit and closes the connection promptly', async () => {
     const exchange = trickle(post('/graphql', { authorization, 'content-type': 'application/json', 'content-length': 200_000 }));
     expect(await exchange.answer).toMatch(/^HTTP\/1\.1 413 /);
     expect(await exchange.closedAfterMs).toBeLessThan(PROMPTLY_MS);
   });
 
-  it('answers 429 to an address over its limit and closes the connection at once', async () => {
+  it('answers 429 to an address over its limit and closes the connection promptly', async () => {
     const flooder = '127.0.0.77';
     const answers = await Promise.all(Array.from({ length: 40 }, () => send(gateway.url, { path: '/healthz/no', localAddress: flooder })));
     expect(answers.some((answer) => answer.status === 429)).toBe(true);
@@ -86,6 +95,48 @@ describe('a request refused before its body is read', () => {
     });
     expect(await exchange.answer).toMatch(/^HTTP\/1\.1 429 /);
     expect(await exchange.closedAfterMs).toBeLessThan(PROMPTLY_MS);
+  });
+
+  it(`reads a trickled body after the answer for ${REFUSED_BODY_DRAIN.timeoutMs / 1000} s at most, then closes`, async () => {
+    const exchange = trickle(post('/graphql', { 'content-type': 'application/json', 'content-length': 100_000 }), { everyMs: 100 });
+    expect(await exchange.answer).toMatch(/^HTTP\/1\.1 401 /);
+    const heldMs = (await exchange.closedAfterMs) - (await exchange.answeredAfterMs);
+    // Long enough for a client to read the answer while still sending, never longer.
+    expect(heldMs).toBeGreaterThanOrEqual(REFUSED_BODY_DRAIN.timeoutMs - 100);
+    expect(heldMs).toBeLessThan(REFUSED_BODY_DRAIN.timeoutMs + 1_000);
+  });
+
+  it(`cuts a client that keeps sending fast once ${REFUSED_BODY_DRAIN.maxBytes / 2 ** 20} MiB of the body are read`, async () => {
+    const { port } = new URL(gateway.url);
+    const socket = connect({ host: '127.0.0.1', port: Number(port) });
+    const started = performance.now();
+    let sent = 0;
+    socket.on('error', () => {});
+    socket.write(post('/buy', { authorization, 'content-type': 'application/json', 'content-length': 2 ** 30 }));
+    const chunk = Buffer.alloc(64 * 1024, 'x');
+    const flood = () => {
+      while (socket.writable && socket.write(chunk)) sent += chunk.length;
+    };
+    socket.on('drain', flood);
+    flood();
+    const answer = new Promise<string>((resolve) => socket.once('data', (data) => resolve(data.toString('latin1'))));
+    const closedAfterMs = await new Promise<number>((resolve) => socket.once('close', () => resolve(performance.now() - started)));
+    expect(await answer).toMatch(/^HTTP\/1\.1 413 /);
+    expect(sent).toBeGreaterThanOrEqual(REFUSED_BODY_DRAIN.maxBytes);
+    expect(closedAfterMs).toBeLessThan(REFUSED_BODY_DRAIN.timeoutMs);
+  });
+
+  it('closes the connection as soon as the client has sent the rest of the body', async () => {
+    const exchange = trickle(post('/buy', { 'content-type': 'application/json', 'content-length': 1_000 }), { everyMs: 60_000 });
+    expect(await exchange.answer).toMatch(/^HTTP\/1\.1 401 /);
+    const ended = new Promise<boolean>((resolve) => {
+      exchange.socket.once('end', () => resolve(true));
+      exchange.socket.once('error', () => resolve(false));
+    });
+    exchange.socket.write('x'.repeat(1_000));
+    // The server's end of the connection, not a reset: nothing was left unread.
+    expect(await ended).toBe(true);
+    expect((await exchange.closedAfterMs) - (await exchange.answeredAfterMs)).toBeLessThan(REFUSED_BODY_DRAIN.timeoutMs);
   });
 
   it('keeps the connection of a refused request that has no body', async () => {
@@ -97,6 +148,43 @@ describe('a request refused before its body is read', () => {
     exchange.socket.write('GET /healthz HTTP/1.1\r\nHost: gateway\r\n\r\n');
     expect(await second).toMatch(/^HTTP\/1\.1 200 /);
     exchange.socket.destroy();
+  });
+});
+
+describe('a request to the REST sidecar refused before its body is read', () => {
+  let sidecar: TestSidecar;
+
+  beforeAll(async () => {
+    sidecar = await startTestSidecar(`${gateway.url}/graphql`);
+  });
+  afterAll(() => sidecar?.stop());
+
+  const malformed: [string, Record<string, string>][] = [
+    ['no credential', {}],
+    ['Bearer junk', { authorization: 'Bearer junk' }],
+    ['a bare word', { authorization: 'junk' }],
+    ['two parts of a token', { authorization: 'Bearer aGVhZA.cGF5bG9hZA' }],
+    ['a token with a character outside base64url', { authorization: 'Bearer aGVhZA.cGF5bG9hZA.c2ln+' }],
+    ['an API key prefix alone', { authorization: 'sk-' }],
+    ['an API key with a space', { authorization: 'sk-alice 0123456789' }],
+  ];
+
+  it('answers 401 at once to POST /buy with a missing or malformed credential, however slowly its body comes, as the gateway does', async () => {
+    await Promise.all(
+      malformed.map(async ([name, headers]) => {
+        const exchange = trickle(post('/buy', { ...headers, 'content-type': 'application/json', 'content-length': 100 }), {
+          everyMs: 1_000,
+          url: sidecar.url,
+        });
+        const answer = await exchange.answer;
+        expect(answer, name).toMatch(/^HTTP\/1\.1 401 /);
+        expect(answer, name).toMatch(/\r\nWWW-Authenticate: Bearer\r\n/i);
+        expect(answer, name).toMatch(/\{"status":false,"error":"unauthorized"\}$/);
+        // Before, the sidecar read the body first: a byte a second held it 30 s, until a 408.
+        expect(await exchange.answeredAfterMs, name).toBeLessThan(PROMPTLY_MS);
+        expect(await exchange.closedAfterMs, name).toBeLessThan(PROMPTLY_MS);
+      }),
+    );
   });
 });
 

@@ -78,13 +78,13 @@ describe('change streams across database hiccups', () => {
     proxy.cut();
     await db()
       .collection('users')
-      .updateOne({ id: 1 }, { $inc: { balanceUnits: 10_000 } });
+      .updateOne({ id: 1 }, { $inc: { balanceMicros: 1_000_000 } });
     await db()
       .collection('conversations')
       .updateOne({ userId: 1, id: 1 }, { $set: { name: 'Written while cut off' } });
     await db()
       .collection('users')
-      .updateOne({ id: 1 }, { $inc: { balanceUnits: 10_000 } });
+      .updateOne({ id: 1 }, { $inc: { balanceMicros: 1_000_000 } });
     await expect
       .poll(() => logged('change stream interrupted: reopening it from its last change once the database answers').length, {
         timeout: 10_000,
@@ -110,7 +110,7 @@ describe('change streams across database hiccups', () => {
     // The engine restarts: a new one, empty, where the old one was; another writer puts data back.
     restarted = await startEmbeddedServer();
     const fresh = await MongoClient.connect(withDatabaseName(restarted.uri, DATABASE));
-    await fresh.db(DATABASE).collection('users').insertOne({ id: 1, username: 'alice', balanceUnits: 990_000, lastConversationId: 0 });
+    await fresh.db(DATABASE).collection('users').insertOne({ id: 1, username: 'alice', balanceMicros: 99_000_000, lastConversationId: 0 });
     proxy.restore(portOf(restarted));
 
     await expect

@@ -58,15 +58,15 @@ describe('Subscription.quota', () => {
     expect(data(await quota.next())).toEqual({ quota: 12.5 });
 
     // Another writer of the same database (the chat service charging a message).
-    await gateway.models.users.updateOne({ id: 1 }, { $inc: { balanceUnits: -2_500 } });
+    await gateway.models.users.updateOne({ id: 1 }, { $inc: { balanceMicros: -250_000 } });
     expect(data(await quota.next())).toEqual({ quota: 12.25 });
     // A write that leaves the balance as it was sends nothing; the next change does.
-    await gateway.models.users.updateOne({ id: 1 }, { $set: { balanceUnits: 122_500 } });
-    await gateway.models.users.updateOne({ id: 1 }, { $set: { balanceUnits: 130_000 } });
+    await gateway.models.users.updateOne({ id: 1 }, { $set: { balanceMicros: 12_250_000 } });
+    await gateway.models.users.updateOne({ id: 1 }, { $set: { balanceMicros: 13_000_000 } });
     expect(data(await quota.next())).toEqual({ quota: 13 });
     // Bob's balance is not Alice's business.
-    await gateway.models.users.updateOne({ id: 2 }, { $inc: { balanceUnits: 10_000 } });
-    await gateway.models.users.updateOne({ id: 1 }, { $inc: { balanceUnits: 10_000 } });
+    await gateway.models.users.updateOne({ id: 2 }, { $inc: { balanceMicros: 1_000_000 } });
+    await gateway.models.users.updateOne({ id: 1 }, { $inc: { balanceMicros: 1_000_000 } });
     expect(data(await quota.next())).toEqual({ quota: 14 });
     expect(quota.pending()).toEqual([]);
   });
@@ -77,12 +77,12 @@ describe('Subscription.quota', () => {
     // Increments before, while and after the subscription starts and reads the balance.
     const writes = Array.from({ length: 60 }, (_, index) =>
       new Promise((resolve) => setTimeout(resolve, index)).then(() =>
-        gateway.models.users.updateOne({ id: 2 }, { $inc: { balanceUnits: 100 } }),
+        gateway.models.users.updateOne({ id: 2 }, { $inc: { balanceMicros: 10_000 } }),
       ),
     );
     const quota = socket.subscribe('subscription { quota }');
     await Promise.all(writes);
-    const stored = (await gateway.models.users.findOne({ id: 2 }).lean())!.balanceUnits / 10_000;
+    const stored = (await gateway.models.users.findOne({ id: 2 }).lean())!.balanceMicros / 1_000_000;
     const seen: number[] = [];
     while (seen.at(-1) !== stored) seen.push(data(await quota.next()).quota);
     expect(seen).toEqual([...seen].sort((a, b) => a - b));
@@ -193,7 +193,7 @@ describe("graphql-ws's own client, as the README shows it", () => {
               values.push(data!.quota);
               if (values.length === 1)
                 gateway.models.users
-                  .updateOne({ id: 1 }, { $inc: { balanceUnits: 5_000 } })
+                  .updateOne({ id: 1 }, { $inc: { balanceMicros: 500_000 } })
                   .exec()
                   .catch(reject);
               if (values.length === 2) resolve();

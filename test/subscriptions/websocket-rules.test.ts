@@ -234,8 +234,8 @@ describe('what a socket may run', () => {
   it('reports open sockets, running subscriptions, events and change streams in /metrics', async () => {
     const quota = socket.subscribe('subscription { quota }');
     expect((await quota.next()).type).toBe('next');
-    await gateway.models.users.updateOne({ id: 1 }, { $inc: { balanceUnits: 1 } });
-    expect((await quota.next()).payload).toEqual({ data: { quota: 12.5001 } });
+    await gateway.models.users.updateOne({ id: 1 }, { $inc: { balanceMicros: 1 } });
+    expect((await quota.next()).payload).toEqual({ data: { quota: 12.500001 } });
     const metrics = await scrapeMetrics(gateway.url);
     expect(sample(metrics, 'graphql_websockets_open')).toBe(1);
     expect(sample(metrics, 'graphql_subscriptions_active', { field: 'quota' })).toBe(1);
@@ -298,7 +298,7 @@ describe('stopping with subscriptions open (CONTRACT §8)', () => {
       const readiness = await fetch(`${gateway.url}/readyz`);
       expect(readiness.status).toBe(503);
       expect(await readiness.json()).toEqual({ status: 'stopping', websockets: 1, subscriptions: 1 });
-      await gateway.models.users.updateOne({ id: 1 }, { $inc: { balanceUnits: 10_000 } });
+      await gateway.models.users.updateOne({ id: 1 }, { $inc: { balanceMicros: 1_000_000 } });
       expect((await quota.next()).payload).toEqual({ data: { quota: 13.5 } });
       expect(order).toEqual([]);
 

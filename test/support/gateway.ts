@@ -21,14 +21,15 @@ export interface TestGateway extends RunningService {
 }
 
 /**
- * The real service, on a fresh test database, listening on 127.0.0.1 on a free port; logging
- * nowhere unless given a logger, on the system's clock unless given one.
+ * The real service, on a fresh test database (or on `database`, which stays the caller's to
+ * stop), listening on 127.0.0.1 on a free port; logging nowhere unless given a logger, on the
+ * system's clock unless given one.
  */
 export async function startTestGateway(
   environment: Record<string, string> = {},
-  options: ServiceOptions & { logger?: Logger } = {},
+  options: ServiceOptions & { logger?: Logger; database?: TestDatabase } = {},
 ): Promise<TestGateway> {
-  const testDatabase = await startTestDatabase();
+  const testDatabase = options.database ?? (await startTestDatabase());
   const config = loadConfig({
     PORT: '0',
     HOST: '127.0.0.1',
@@ -52,7 +53,7 @@ export async function startTestGateway(
     commandsDuring: (work) => commandsDuring(service, work),
     async stop() {
       await service.stop();
-      await testDatabase.stop();
+      if (options.database === undefined) await testDatabase.stop();
     },
   };
 }

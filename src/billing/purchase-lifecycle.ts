@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { AccountStore } from '../accounts/account.store.js';
-import { pointsToUnits } from '../accounts/points.js';
+import { pointsToMicros } from '../accounts/points.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { type DeclineReason, type PurchaseRecord, type PurchaseState, UNFINISHED_STATES } from './purchase.model.js';
@@ -36,7 +36,7 @@ export interface SettlementSettings {
   backoffMaxMs: number;
 }
 
-/** Who buys how many points; a key makes the buy safe to retry (see `Purchases.buy`). */
+/** Who buys how many points; a key makes the buy safe to retry (see `PurchaseLifecycle.buy`). */
 export interface Buyer {
   userId: number;
   username: string;
@@ -46,7 +46,7 @@ export interface Buyer {
 
 /** How a buy ended, as far as the buyer is concerned. */
 export type BuyResult =
-  | { outcome: 'credited'; balanceUnits: number }
+  | { outcome: 'credited'; balanceMicros: number }
   | { outcome: 'insufficient-funds' }
   /** The provider's answer did not come: the purchase stays pending, and is credited if it was charged. */
   | { outcome: 'not-confirmed' }
@@ -112,7 +112,7 @@ export interface Recheck {
  *   it was never sent (`declined`, `never-sent`: final, as above), or once it is past the window.
  *   Only then may a retry open a purchase of its own, which is bound by all of the above.
  */
-export class Purchases {
+export class PurchaseLifecycle {
   private readonly leaseMs: number;
   private readonly instance = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private leasesTaken = 0;
@@ -178,8 +178,8 @@ export class Purchases {
       await this.decline(terms, 'pending', 'insufficient-funds');
       return { outcome: 'insufficient-funds' };
     }
-    const balanceUnits = (await this.creditPaid(terms)) ?? (await this.accounts.balance(terms.userId)).units;
-    return { outcome: 'credited', balanceUnits };
+    const balanceMicros = (await this.creditPaid(terms)) ?? (await this.accounts.balance(terms.userId)).micros;
+    return { outcome: 'credited', balanceMicros };
   }
 
   /**
@@ -227,7 +227,7 @@ export class Purchases {
    * provider's answer come in time. A credited one answers the balance now, which holds its points.
    */
   private async answerOf(purchase: PurchaseRecord): Promise<BuyResult> {
-    if (purchase.state === 'credited') return { outcome: 'credited', balanceUnits: (await this.accounts.balance(purchase.userId)).units };
+    if (purchase.state === 'credited') return { outcome: 'credited', balanceMicros: (await this.accounts.balance(purchase.userId)).micros };
     if (purchase.state !== 'declined') return { outcome: 'not-confirmed' };
     // The provider refuses an order it received only for want of money; an operator closes one it never received.
     return purchase.declineReason === 'closed-by-operator' ? { outcome: 'not-made' } : { outcome: 'insufficient-funds' };
@@ -402,7 +402,7 @@ export class Purchases {
 
   /** Adds the points of a purchase in `crediting` (at most once) and closes it; null when they were added before. */
   private async finishCrediting(terms: PurchaseTerms): Promise<number | null> {
-    const balance = await this.accounts.creditOrder(terms.userId, terms.orderId, pointsToUnits(terms.quota));
+    const balance = await this.accounts.creditOrder(terms.userId, terms.orderId, pointsToMicros(terms.quota));
     await this.close(terms, ['crediting'], { state: 'credited', late: false });
     return balance;
   }
@@ -413,7 +413,7 @@ export class Purchases {
   }
 
   private async creditLate(purchase: PurchaseRecord): Promise<void> {
-    await this.accounts.creditLateOrder(purchase.userId, purchase.orderId, pointsToUnits(purchase.quota));
+    await this.accounts.creditLateOrder(purchase.userId, purchase.orderId, pointsToMicros(purchase.quota));
     if (await this.close(purchase, ['declined'], { state: 'credited', late: true })) {
       this.logger.warn(
         { orderId: purchase.orderId, userId: purchase.userId, declineReason: purchase.declineReason },
