@@ -8,7 +8,7 @@ import tseslint from 'typescript-eslint';
 /** Sources, tests, the workspace packages and the examples; generated code is checked by `npm run codegen -- --check`. */
 export default tseslint.config(
   {
-    ignores: ['**/dist/', '**/node_modules/', '.bench/', 'coverage/', '**/generated/'],
+    ignores: ['**/dist/', '**/node_modules/', '.bench/', 'coverage/', '**/generated/', '**/__generated__/'],
   },
   js.configs.recommended,
   ...tseslint.configs.recommended,

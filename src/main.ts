@@ -76,7 +76,7 @@ function banner(config: Config, service: RunningService, database: string): stri
       'Try:',
       `  curl -H 'Authorization: Bearer ${demoToken}' ${url}/conversation/list`,
       `  curl -H 'Authorization: Bearer ${demoToken}' -H 'Content-Type: application/json' \\`,
-      `       -d '{"query":"{ quota conversations(first: 2) { nodes { id name } } }"}' ${url}/graphql`,
+      `       -d '{"query":"{ quota conversations(first: 2) { nodes { id number name } } }"}' ${url}/graphql`,
     );
   }
   return `${lines.join('\n')}\n\n`;

@@ -5,11 +5,34 @@ import { type Outcome, userErrors } from '../shared/user-error.js';
 import type { ConversationRecord, MessageRecord } from './conversation.model.js';
 import type { ConversationStore } from './conversation.store.js';
 
-export interface ConversationPage {
-  nodes: ConversationRecord[];
-  hasNextPage: boolean;
+/** Which page of the caller's conversations (newest first) a connection's arguments ask for. */
+export interface PageRequest {
+  /** Forward: the first `size` conversations of the range; backward: the last `size`. Capped at MAX_PAGE_SIZE. */
+  direction: 'forward' | 'backward';
+  size: number;
+  /** The range holds only conversations numbered below this (older than the `after` cursor's). */
+  after?: number;
+  /** The range holds only conversations numbered above this (newer than the `before` cursor's). */
+  before?: number;
 }
 
+/**
+ * A page of conversations, newest first. The flag on the side the page was read towards comes
+ * with the page (one row more was read); the other side's is read only when asked for, once.
+ */
+export interface ConversationPage {
+  nodes: ConversationRecord[];
+  hasNextPage(): boolean | Promise<boolean>;
+  hasPreviousPage(): boolean | Promise<boolean>;
+}
+
+/** One conversation named by its owner and number, as a global id names it. */
+export interface ConversationKey {
+  userId: number;
+  number: number;
+}
+
+export type DeleteOutcome = Outcome<{ deleted: ConversationKey }>;
 export type RenameOutcome = Outcome<{ conversation: ConversationRecord }>;
 
 /**
@@ -35,15 +58,37 @@ export class ConversationService {
     });
   }
 
-  /** Newest first; `limit` is capped at MAX_PAGE_SIZE. */
-  async page(limit: number, beforeId?: number): Promise<ConversationPage> {
-    const size = Math.min(limit, MAX_PAGE_SIZE);
-    const rows = await this.store.page(this.userId, size + 1, beforeId);
-    return { nodes: rows.slice(0, size), hasNextPage: rows.length > size };
+  /**
+   * A page as Relay's cursor connections define it: the range between the cursors, then its
+   * first or last `size`. Whether conversations lie beyond the range's other end is whether any
+   * is numbered from the cursor on (the row a cursor names counts, when it still exists).
+   */
+  async page({ direction, size, after, before }: PageRequest): Promise<ConversationPage> {
+    const limit = Math.min(size, MAX_PAGE_SIZE);
+    const forward = direction === 'forward';
+    const rows = await this.store.page(this.userId, limit + 1, { below: after, above: before }, forward ? 'newest' : 'oldest');
+    const more = rows.length > limit;
+    const nodes = forward ? rows.slice(0, limit) : rows.slice(0, limit).reverse();
+    const beyond = (cursor: number | undefined, range: 'atLeast' | 'atMost') =>
+      cursor === undefined ? () => false : once(() => this.store.any(this.userId, { [range]: cursor }));
+    return forward
+      ? { nodes, hasNextPage: () => more, hasPreviousPage: beyond(after, 'atLeast') }
+      : { nodes, hasNextPage: beyond(before, 'atMost'), hasPreviousPage: () => more };
   }
 
-  get(id: number): Promise<ConversationRecord | null> {
-    return this.byId.load(id);
+  get(number: number): Promise<ConversationRecord | null> {
+    return this.byId.load(number);
+  }
+
+  /** The number of the caller's conversation that `key` names; null when it names someone else's. */
+  own(key: ConversationKey | null): number | null {
+    return key !== null && key.userId === this.userId ? key.number : null;
+  }
+
+  /** The conversation `key` names, when it is the caller's; someone else's is null, like an unknown one. */
+  find(key: ConversationKey): Promise<ConversationRecord | null> | null {
+    const number = this.own(key);
+    return number === null ? null : this.get(number);
   }
 
   /** Uses the bodies already loaded with the conversation, else one batched read for the whole request. */
@@ -55,19 +100,21 @@ export class ConversationService {
     return this.store.count(this.userId);
   }
 
-  async delete(id: number): Promise<Outcome> {
-    if (!(await this.store.remove(this.userId, id))) return { ok: false, error: userErrors.conversationNotFound };
-    this.byId.clear(id);
-    this.messagesById.clear(id);
-    return { ok: true };
+  /** `number` null: a conversation that is not the caller's (see `own`), answered like an unknown one. */
+  async delete(number: number | null): Promise<DeleteOutcome> {
+    if (number === null || !(await this.store.remove(this.userId, number))) return { ok: false, error: userErrors.conversationNotFound };
+    this.byId.clear(number);
+    this.messagesById.clear(number);
+    return { ok: true, deleted: { userId: this.userId, number } };
   }
 
-  /** The name is stored exactly as given, once it passes `isValidName`. */
-  async rename(id: number, name: string): Promise<RenameOutcome> {
+  /** The name is stored exactly as given, once it passes `isValidName`; `number` as in `delete`. */
+  async rename(number: number | null, name: string): Promise<RenameOutcome> {
     if (!isValidName(name)) return { ok: false, error: userErrors.invalidName };
-    const conversation = await this.store.rename(this.userId, id, name);
+    if (number === null) return { ok: false, error: userErrors.conversationNotFound };
+    const conversation = await this.store.rename(this.userId, number, name);
     if (conversation === null) return { ok: false, error: userErrors.conversationNotFound };
-    this.byId.clear(id);
+    this.byId.clear(number);
     return { ok: true, conversation };
   }
 
@@ -91,6 +138,12 @@ function isValidName(name: string): boolean {
 
 /** In a `u` regular expression a surrogate pair is one code point, so only a lone surrogate is in category Cs. */
 const LONE_SURROGATE = /\p{Cs}/u;
+
+/** `compute` run on the first call only; later calls share its result. */
+function once<T>(compute: () => Promise<T>): () => Promise<T> {
+  let result: Promise<T> | undefined;
+  return () => (result ??= compute());
+}
 
 function indexById<T extends { id: number }>(rows: T[]): Map<number, T> {
   return new Map(rows.map((row) => [row.id, row]));

@@ -27,20 +27,21 @@ export class ConversationStore {
   ) {}
 
   /**
-   * Newest first, without message bodies; `beforeId` continues after a previous page. Other
-   * writers share the collection: a row the schema cannot show (an id stored as a 64-bit
-   * integer, a field missing) is left out and logged rather than failing the whole page, and
-   * the rows after it fill its place (one more read, only then).
+   * One end of a range of an owner's conversations, without message bodies: the `limit` newest
+   * (or oldest) of those numbered below `range.below` and above `range.above`. Other writers
+   * share the collection: a row the schema cannot show (an id stored as a 64-bit integer, a
+   * field missing) is left out and logged rather than failing the whole page, and the rows after
+   * it fill its place (one more read, only then).
    */
-  async page(userId: number, limit: number, beforeId?: number): Promise<ConversationRecord[]> {
-    const filter = beforeId === undefined ? { userId } : { userId, id: { $lt: beforeId } };
+  async page(userId: number, limit: number, range: NumberRange, from: 'newest' | 'oldest'): Promise<ConversationRecord[]> {
+    const filter = { userId, ...numberFilter(range) };
     const rows: ConversationRecord[] = [];
     // Past left-out rows by position: their ids may not even be numbers to continue from.
     for (let read = 0; ;) {
       const wanted = limit - rows.length;
       const batch = await this.read<Record<string, unknown>>(filter, {
         projection: SUMMARY,
-        sort: { id: -1 },
+        sort: { id: from === 'newest' ? -1 : 1 },
         limit: wanted,
         ...(read > 0 && { skip: read }),
       });
@@ -57,6 +58,12 @@ export class ConversationStore {
       }
       if (rows.length === limit || batch.length < wanted) return rows;
     }
+  }
+
+  /** Whether the owner has a conversation numbered within `range` (one indexed read of one key). */
+  async any(userId: number, range: NumberRange): Promise<boolean> {
+    const found = await this.read({ userId, ...numberFilter(range) }, { projection: { _id: 0, id: 1 }, limit: 1 });
+    return found.length > 0;
   }
 
   /** Whole conversations, messages included, in no particular order. */
@@ -118,6 +125,19 @@ export class ConversationStore {
       { ordered: false },
     );
   }
+}
+
+/** Bounds on conversation numbers, each left out when absent. */
+export interface NumberRange {
+  below?: number;
+  above?: number;
+  atLeast?: number;
+  atMost?: number;
+}
+
+function numberFilter({ below, above, atLeast, atMost }: NumberRange): { id?: Record<string, number> } {
+  const bounds = Object.entries({ $lt: below, $gt: above, $gte: atLeast, $lte: atMost }).filter(([, value]) => value !== undefined);
+  return bounds.length === 0 ? {} : { id: Object.fromEntries(bounds) as Record<string, number> };
 }
 
 const isInt = (value: unknown): boolean =>

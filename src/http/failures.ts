@@ -1,8 +1,8 @@
-import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 
 import { type Failure, type FailureField, failureOf, graphqlAnswer, type HttpAnswer, legacyAnswer, noSuchEndpoint } from '../errors.js';
 import { requestIdOf } from '../observability/request-log.js';
-import { sendAnswer } from './json-answer.js';
+import { inPreferredMediaType, sendAnswer } from './json-answer.js';
 import { answerUnreadBody } from './refused-body.js';
 
 /**
@@ -12,19 +12,21 @@ import { answerUnreadBody } from './refused-body.js';
  * connection, once the client could read the answer: otherwise Node would keep reading the
  * unwanted body, however slowly it comes.
  */
-function answerFailures(render: (failure: Failure, requestId: string) => HttpAnswer): ErrorRequestHandler {
+function answerFailures(render: (failure: Failure, requestId: string, request: Request) => HttpAnswer): ErrorRequestHandler {
   return (error: unknown, request, response, next) => {
     if (response.headersSent) return next(error);
     const failure = failureOf(error);
     if (failure.kind === 'internal') request.log.error({ err: failure.originalError ?? error }, 'request failed');
-    const answer = render(failure, requestIdOf(request));
+    const answer = render(failure, requestIdOf(request), request);
     if (request.complete) sendAnswer(response, answer);
     else answerUnreadBody(request, response, answer);
   };
 }
 
 /** Failures on `/graphql` before Apollo Server runs (credentials, limits, the body), as GraphQL responses. */
-export const graphqlFailures = answerFailures(graphqlAnswer);
+export const graphqlFailures = answerFailures((failure, requestId, request) =>
+  inPreferredMediaType(graphqlAnswer(failure, requestId), request),
+);
 
 /** Failures of a legacy endpoint, in its usual shape; `error` also serves paths that match no endpoint. */
 export const legacyFailures = (field: FailureField) => answerFailures((failure, requestId) => legacyAnswer(failure, field, requestId));

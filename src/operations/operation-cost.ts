@@ -16,18 +16,23 @@ import {
 } from 'graphql';
 
 export interface CostModel {
-  /** The most items a sized field (one with a `first` argument) returns; the resolvers cap larger requests. */
+  /** The most items a sized field (one with a `first` or `last` argument) returns; the resolvers cap larger requests. */
   maxPageSize: number;
-  /** Items assumed for a list that no `first` argument sizes, such as `messages`. */
+  /** Items assumed for a list that nothing sizes, such as `messages`. */
   assumedListSize: number;
 }
+
+/** Arguments that size a connection: a page is as long as whichever of them is given. */
+const PAGE_SIZE_ARGUMENTS = ['first', 'last'];
 
 /**
  * What an operation costs, from the request's own variables:
  * every field costs 1, and a list costs its selection times its length. A list
- * right under a field with a `first` argument (`nodes`, `edges` of a connection)
- * is `first` long, whether `first` is a literal, a variable or the schema's
- * default (capped at `maxPageSize`); any other list counts as `assumedListSize`.
+ * right under a field with a `first` or `last` argument (`nodes`, `edges` of a
+ * connection) is as long as the larger of them, whether given as a literal, a
+ * variable or the schema's default, and `maxPageSize` long when neither is given
+ * (capped at `maxPageSize`); a list field with an `ids` argument (`nodes(ids:)`)
+ * is as long as that list; any other list counts as `assumedListSize`.
  * Meta fields (`__typename`, introspection) cost nothing.
  *
  * Returns null when the variables do not fit the operation: execution then
@@ -59,10 +64,12 @@ export function operationCost(
         if (!isObjectType(parentType) && !isInterfaceType(parentType)) continue;
         const field = parentType.getFields()[selection.name.value];
         if (field === undefined) continue; // meta fields, and anything validation has already refused
-        const size = field.args.some((argument) => argument.name === 'first')
-          ? pageSize(getArgumentValues(field, selection, variableValues).first, model.maxPageSize)
-          : undefined;
-        const length = isListType(getNullableType(field.type)) ? (inheritedSize ?? model.assumedListSize) : 1;
+        const sized = field.args.some((argument) => PAGE_SIZE_ARGUMENTS.includes(argument.name));
+        const listed = field.args.some((argument) => argument.name === 'ids');
+        const values = sized || listed ? getArgumentValues(field, selection, variableValues) : {};
+        const size = sized ? pageSize(values, model.maxPageSize) : undefined;
+        const ownLength = listed && Array.isArray(values.ids) ? values.ids.length : undefined;
+        const length = isListType(getNullableType(field.type)) ? (ownLength ?? inheritedSize ?? model.assumedListSize) : 1;
         const children = selection.selectionSet ? selectionCost(selection.selectionSet, getNamedType(field.type), size) : 0;
         cost += length * (1 + children);
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
@@ -88,7 +95,8 @@ export function operationCost(
   return rootType ? selectionCost(operation.selectionSet, rootType, undefined) : null;
 }
 
-function pageSize(first: unknown, maxPageSize: number): number {
-  if (typeof first !== 'number') return maxPageSize;
-  return Math.min(Math.max(first, 0), maxPageSize);
+function pageSize(values: Record<string, unknown>, maxPageSize: number): number {
+  const given = PAGE_SIZE_ARGUMENTS.map((name) => values[name]).filter((value) => typeof value === 'number');
+  if (given.length === 0) return maxPageSize;
+  return Math.min(Math.max(...given, 0), maxPageSize);
 }

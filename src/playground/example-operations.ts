@@ -1,3 +1,6 @@
+import { toGlobalId } from '../graphql/global-id.js';
+import { DEMO_USER_ID } from '../seed/demo-data.js';
+
 /** The playground's starting tabs: one per thing people first try with this API. */
 export interface ExampleOperation {
   query: string;
@@ -5,19 +8,28 @@ export interface ExampleOperation {
   variables?: string;
 }
 
+/** The demo data's third conversation, which the mutation tabs name (for another caller, an unknown one). */
+const DEMO_CONVERSATION_ID = toGlobalId({ type: 'Conversation', userId: DEMO_USER_ID, number: 3 });
+
 export const exampleOperations: readonly ExampleOperation[] = [
   {
     query: `# Your conversations, newest first, with their messages.
-# Pass pageInfo.endCursor as $after to get the next page.
+# Pass pageInfo.endCursor as $after to get the next page
+# (or $last with pageInfo.startCursor as $before to go back).
+# Each has a global id (for node and the mutations) and its
+# number (what the REST endpoints call its id).
 query Conversations($first: Int = 5, $after: String) {
   conversations(first: $first, after: $after) {
     totalCount
     pageInfo {
       hasNextPage
+      hasPreviousPage
+      startCursor
       endCursor
     }
     nodes {
       id
+      number
       name
       model
       enableWeb
@@ -55,7 +67,8 @@ subscription BalanceLive {
 subscription ConversationEvents {
   conversationEvents {
     kind
-    id
+    conversationId
+    number
     conversation {
       name
       messages {
@@ -68,22 +81,37 @@ subscription ConversationEvents {
 `,
   },
   {
-    query: `# Deletes one of your conversations; an unknown id answers ok: false with NOT_FOUND.
-mutation DeleteConversation($id: Int!) {
+    query: `# Fetches any object again by its global id (a conversation's id from the list).
+query Node($id: ID!) {
+  node(id: $id) {
+    id
+    ... on Conversation {
+      number
+      name
+    }
+  }
+}
+`,
+    variables: `{\n  "id": "${DEMO_CONVERSATION_ID}"\n}`,
+  },
+  {
+    query: `# Deletes one of your conversations by its global id; an unknown id answers ok: false with NOT_FOUND.
+mutation DeleteConversation($id: ID!) {
   deleteConversation(id: $id) {
     ok
     error {
       code
       message
     }
+    deletedConversationId
   }
 }
 `,
-    variables: '{\n  "id": 3\n}',
+    variables: `{\n  "id": "${DEMO_CONVERSATION_ID}"\n}`,
   },
   {
     query: `# Renames one of your conversations (1 to 256 characters, not blank); the name is stored as given.
-mutation RenameConversation($id: Int!, $name: String!) {
+mutation RenameConversation($id: ID!, $name: String!) {
   renameConversation(id: $id, name: $name) {
     ok
     error {
@@ -97,10 +125,10 @@ mutation RenameConversation($id: Int!, $name: String!) {
   }
 }
 `,
-    variables: '{\n  "id": 2,\n  "name": "Renamed in the playground"\n}',
+    variables: `{\n  "id": "${DEMO_CONVERSATION_ID}",\n  "name": "Renamed in the playground"\n}`,
   },
   {
-    query: `# Deletes ALL your conversations; their ids are never reused.
+    query: `# Deletes ALL your conversations; their numbers are never reused.
 mutation DeleteAllConversations {
   deleteAllConversations {
     ok

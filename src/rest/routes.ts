@@ -31,9 +31,10 @@ const legacyConversation = <M extends z.ZodType>(messages: M) =>
 
 type Conversation = Omit<NonNullable<LoadConversationQuery['conversation']>, 'messages'>;
 
+/** The legacy body shows a conversation's number as its `id`. */
 function toLegacy<M>(conversation: Conversation, messages: M) {
-  const { id, userId, name, model, enableWeb } = conversation;
-  return { id, user_id: userId, name, message: messages, model, enable_web: enableWeb };
+  const { number, userId, name, model, enableWeb } = conversation;
+  return { id: number, user_id: userId, name, message: messages, model, enable_web: enableWeb };
 }
 
 /**
@@ -90,7 +91,7 @@ export const legacyRoutes: RestRoute[] = [
     failureField: 'message',
     input: { from: 'query', schema: conversationIdQuery },
     answers: z.union([z.object({ status: z.literal(true) }), failureBody('message')]),
-    respond: ({ deleteConversation: { ok, error } }) => (ok ? succeeded({}) : failed('message', error!.message)),
+    respond: ({ deleteConversationByNumber: { ok, error } }) => (ok ? succeeded({}) : failed('message', error!.message)),
   }),
   defineRoute({
     method: 'POST',
@@ -100,7 +101,7 @@ export const legacyRoutes: RestRoute[] = [
     failureField: 'message',
     input: { from: 'json-body', schema: renameBody },
     answers: z.union([z.object({ status: z.literal(true), message: z.literal('') }), failureBody('message')]),
-    respond: ({ renameConversation: { ok, error } }) => (ok ? succeeded({ message: '' }) : failed('message', error!.message)),
+    respond: ({ renameConversationByNumber: { ok, error } }) => (ok ? succeeded({ message: '' }) : failed('message', error!.message)),
   }),
   defineRoute({
     method: 'GET',

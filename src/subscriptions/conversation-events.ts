@@ -8,10 +8,11 @@ import { ChangeFeed, type FeedObserver } from './change-feed.js';
 import { Inbox, MISSED } from './inbox.js';
 import { endingWith } from './iterators.js';
 
-/** What happened to one conversation; the schema's `ConversationEvent` resolves the conversation itself. */
+/** What happened to one conversation (its owner and number); the schema's `ConversationEvent` resolves the conversation itself. */
 export interface ConversationChange {
   kind: ConversationEventKind;
-  id: number;
+  userId: number;
+  number: number;
 }
 
 /** Changes a slow subscriber may have waiting; past that, its subscription ends with EVENTS_LOST. */
@@ -46,7 +47,8 @@ export function conversationFeed(db: Db, collection: string, logger: Logger, obs
     route(change: Document) {
       const kind = KINDS[change.operationType as string]!;
       const { userId, id } = (change.fullDocument ?? change.fullDocumentBeforeChange ?? {}) as { userId?: unknown; id?: unknown };
-      if (isId(userId, Number.MAX_SAFE_INTEGER) && isId(id, GRAPHQL_MAX_INT)) return { owner: userId, change: { kind, id } };
+      if (isId(userId, Number.MAX_SAFE_INTEGER) && isId(id, GRAPHQL_MAX_INT))
+        return { owner: userId, change: { kind, userId, number: id } };
       if (change.fullDocument == null && change.fullDocumentBeforeChange == null && !ownerlessLogged) {
         ownerlessLogged = true;
         logger.warn(

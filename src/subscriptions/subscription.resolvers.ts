@@ -1,4 +1,5 @@
 import type { Resolvers } from '../graphql/generated/resolvers.js';
+import { toGlobalId } from '../graphql/global-id.js';
 import type { ConversationChange } from './conversation-events.js';
 
 export const subscriptionResolvers: Resolvers = {
@@ -13,6 +14,8 @@ export const subscriptionResolvers: Resolvers = {
     },
   },
   ConversationEvent: {
-    conversation: ({ kind, id }, _, { conversations }) => (kind === 'DELETED' ? null : conversations.get(id)),
+    conversationId: ({ userId, number }) => toGlobalId({ type: 'Conversation', userId, number }),
+    conversation: ({ kind, number }, _, { conversations }) => (kind === 'DELETED' ? null : conversations.get(number)),
+    deletedConversationId: ({ kind, userId, number }) => (kind === 'DELETED' ? toGlobalId({ type: 'Conversation', userId, number }) : null),
   },
 };

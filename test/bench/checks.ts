@@ -39,7 +39,7 @@ export async function checkAnswers(all: readonly Scenario[], bases: Record<Targe
   const graphqlList = json('graphql_list');
   equal(graphqlList.errors, undefined, `graphql_list failed: ${JSON.stringify(graphqlList.errors)}`);
   deepStrictEqual(
-    graphqlList.data.conversations.nodes.map((node: Record<string, unknown>) => node.id),
+    graphqlList.data.conversations.nodes.map((node: Record<string, unknown>) => node.number),
     list.data.map((item: Record<string, unknown>) => item.id),
     'GraphQL and REST list the same conversations',
   );

@@ -89,12 +89,12 @@ export async function measureSubscriptions(
     };
 
     // Idle sockets. A first subscription, opened and closed, loads every code path before the "before" sample.
-    await open(1, () => 1, 'subscription { conversationEvents { kind id } }');
+    await open(1, () => 1, 'subscription { conversationEvents { kind number } }');
     await untilRunning(base, 1);
     await closeAll();
     const before = await settledMemory(gateway, base);
     log(`opening ${options.idleSockets} idle subscriptions`);
-    await open(options.idleSockets, (index) => (index % USERS) + 1, 'subscription { conversationEvents { kind id } }');
+    await open(options.idleSockets, (index) => (index % USERS) + 1, 'subscription { conversationEvents { kind number } }');
     await untilRunning(base, options.idleSockets);
     const after = await settledMemory(gateway, base);
     await closeAll();

@@ -79,7 +79,7 @@ describe('credentials that are refused with 401', () => {
           gateway,
           `
             mutation {
-              deleteConversation(id: 1) {
+              deleteConversationByNumber(number: 1) {
                 ok
               }
             }
@@ -103,7 +103,7 @@ describe('credentials that are refused with 401', () => {
       gateway,
       `
         {
-          conversation(id: 1) {
+          conversation(number: 1) {
             name
           }
         }

@@ -60,20 +60,20 @@ const cases: [string, string, Record<string, unknown> | undefined, boolean][] = 
   ],
   [
     'one conversation by variable',
-    'query Load($id: Int!) { conversation(id: $id) { id userId name model enableWeb messages { role content } } }',
+    'query Load($id: Int!) { conversation(number: $id) { id userId name model enableWeb messages { role content } } }',
     { id: 2 },
     true,
   ],
-  ['an unknown conversation', 'query Load($id: Int!) { conversation(id: $id) { id } }', { id: 99 }, true],
+  ['an unknown conversation', 'query Load($id: Int!) { conversation(number: $id) { id } }', { id: 99 }, true],
   [
     'aliases, fragments, directives and __typename',
-    'query Q($web: Boolean!) { a: conversation(id: 1) { ...C } b: conversation(id: 2) { ...C enableWeb @include(if: $web) } } fragment C on Conversation { __typename id name @skip(if: $web) }',
+    'query Q($web: Boolean!) { a: conversation(number: 1) { ...C } b: conversation(number: 2) { ...C enableWeb @include(if: $web) } } fragment C on Conversation { __typename id name @skip(if: $web) }',
     { web: true },
     true,
   ],
   ['a resolver error', '{ conversations(first: -1) { nodes { id } } }', undefined, true],
   ['an error beside data', '{ quota giftPackage { cert } }', undefined, true],
-  ['a variable that does not coerce', 'query Load($id: Int!) { conversation(id: $id) { id } }', { id: 'seven' }, false],
+  ['a variable that does not coerce', 'query Load($id: Int!) { conversation(number: $id) { id } }', { id: 'seven' }, false],
   ['introspection', '{ __type(name: "Message") { name fields { name type { kind ofType { name } } } } }', undefined, true],
 ];
 
@@ -93,7 +93,9 @@ describe('compiled execution', () => {
 
   it('runs mutations on graphql-js, every time', async () => {
     for (let run = 0; run < 3; run++) {
-      const executors = await executorsDuring(() => graphql(gateway, 'mutation { deleteConversation(id: 404) { ok } }', { authorization }));
+      const executors = await executorsDuring(() =>
+        graphql(gateway, 'mutation { deleteConversationByNumber(number: 404) { ok } }', { authorization }),
+      );
       expect(executors).toEqual({ compiled: 0, 'graphql-js': 1 });
     }
   });

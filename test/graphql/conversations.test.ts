@@ -54,11 +54,11 @@ beforeAll(async () => {
 afterAll(() => gateway?.stop());
 
 const PAGE = /* GraphQL */ `
-  query Page($first: Int, $after: String) {
-    conversations(first: $first, after: $after) {
+  query Page($first: Int, $after: String, $last: Int, $before: String) {
+    conversations(first: $first, after: $after, last: $last, before: $before) {
       totalCount
       nodes {
-        id
+        number
         userId
         name
         model
@@ -67,16 +67,31 @@ const PAGE = /* GraphQL */ `
       edges {
         cursor
         node {
-          id
+          number
         }
       }
       pageInfo {
         hasNextPage
+        hasPreviousPage
+        startCursor
         endCursor
       }
     }
   }
 `;
+
+type Page = { nodes: { number: number }[]; pageInfo: Record<string, unknown>; edges: { cursor: string }[] };
+
+/** Numbers from `from` down to `to`. */
+const countdown = (from: number, to: number) => Array.from({ length: from - to + 1 }, (_, index) => from - index);
+
+async function page(authorization: string, variables: Record<string, unknown>): Promise<Page> {
+  const { body } = await graphql(gateway, PAGE, { authorization, variables });
+  expect(body.errors).toBeUndefined();
+  return body.data.conversations;
+}
+
+const numbers = (page: Page) => page.nodes.map((node) => node.number);
 
 describe('Query.conversations', () => {
   it('returns the 100 newest conversations by default, newest first, with a cursor to continue', async () => {
@@ -85,25 +100,90 @@ describe('Query.conversations', () => {
     const page = body.data.conversations;
     expect(page.totalCount).toBe(ALICE_CONVERSATIONS);
     expect(page.nodes).toHaveLength(100);
-    expect(page.nodes.map((node: { id: number }) => node.id)).toEqual(
-      Array.from({ length: 100 }, (_, index) => ALICE_CONVERSATIONS - index),
-    );
-    expect(page.nodes[0]).toEqual({ id: 150, userId: ALICE, name: 'Alice 150', model: 'gpt-4o', enableWeb: false });
-    expect(page.edges.map((edge: { node: { id: number } }) => edge.node.id)).toEqual(page.nodes.map((node: { id: number }) => node.id));
-    expect(page.pageInfo).toEqual({ hasNextPage: true, endCursor: page.edges[99].cursor });
+    expect(numbers(page)).toEqual(countdown(ALICE_CONVERSATIONS, 51));
+    expect(page.nodes[0]).toEqual({ number: 150, userId: ALICE, name: 'Alice 150', model: 'gpt-4o', enableWeb: false });
+    expect(page.edges.map((edge: { node: { number: number } }) => edge.node.number)).toEqual(numbers(page));
+    expect(page.pageInfo).toEqual({
+      hasNextPage: true,
+      hasPreviousPage: false,
+      startCursor: page.edges[0].cursor,
+      endCursor: page.edges[99].cursor,
+    });
   });
 
-  it('walks every conversation exactly once across pages', async () => {
+  it('walks every conversation exactly once across pages, forward', async () => {
     const seen: number[] = [];
     let after: string | null = null;
     for (;;) {
       const { body }: GraphQLResponse = await graphql(gateway, PAGE, { authorization: alice, variables: { first: 40, after } });
       const page: any = body.data!.conversations;
-      seen.push(...page.nodes.map((node: { id: number }) => node.id));
+      seen.push(...page.nodes.map((node: { number: number }) => node.number));
+      expect(page.pageInfo.hasPreviousPage).toBe(after !== null);
       if (!page.pageInfo.hasNextPage) break;
       after = page.pageInfo.endCursor;
     }
-    expect(seen).toEqual(Array.from({ length: ALICE_CONVERSATIONS }, (_, index) => ALICE_CONVERSATIONS - index));
+    expect(seen).toEqual(countdown(ALICE_CONVERSATIONS, 1));
+  });
+
+  it('walks every conversation exactly once across pages, backward from the oldest', async () => {
+    const seen: number[] = [];
+    let before: string | null = null;
+    for (;;) {
+      const current: Page = await page(alice, { last: 40, before });
+      seen.unshift(...numbers(current));
+      expect(current.pageInfo.hasNextPage).toBe(before !== null);
+      if (!current.pageInfo.hasPreviousPage) break;
+      before = current.pageInfo.startCursor as string;
+    }
+    expect(seen).toEqual(countdown(ALICE_CONVERSATIONS, 1));
+  });
+
+  it('answers the last conversations of the range, newest first, with exact flags on both sides', async () => {
+    const oldest = await page(alice, { last: 3 });
+    expect(numbers(oldest)).toEqual([3, 2, 1]);
+    expect(oldest.pageInfo).toEqual({
+      hasNextPage: false,
+      hasPreviousPage: true,
+      startCursor: oldest.edges[0]!.cursor,
+      endCursor: oldest.edges[2]!.cursor,
+    });
+    const newer = await page(alice, { last: 2, before: oldest.pageInfo.startCursor });
+    expect(numbers(newer)).toEqual([5, 4]);
+    expect(newer.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: true });
+    // Back to the start: nothing is newer than 150.
+    const newest = await page(alice, { last: 10, before: (await page(alice, { first: 5 })).pageInfo.endCursor });
+    expect(numbers(newest)).toEqual(countdown(150, 147));
+    expect(newest.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: false });
+  });
+
+  it('answers the conversations between two cursors', async () => {
+    const [after, before] = [
+      (await page(alice, { first: 1, after: null })).pageInfo.endCursor,
+      (await page(alice, { last: 1 })).pageInfo.startCursor,
+    ];
+    const forward = await page(alice, { first: 100, after, before });
+    expect(numbers(forward)).toEqual(countdown(149, 50));
+    expect(forward.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: true });
+    const backward = await page(alice, { last: 3, after, before: (await page(alice, { first: 5 })).pageInfo.endCursor });
+    expect(numbers(backward)).toEqual([149, 148, 147]);
+    expect(backward.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: false });
+  });
+
+  it('reads a page with the flag on its own side in one command, and the other side only when asked for', async () => {
+    const after = (await page(alice, { first: 10 })).pageInfo.endCursor;
+    const ask = (flags: string, variables: Record<string, unknown>) =>
+      gateway.commandsDuring(async () => {
+        const query = `query Flags($first: Int, $after: String, $last: Int, $before: String) {
+          conversations(first: $first, after: $after, last: $last, before: $before) { nodes { name } pageInfo { ${flags} } } }`;
+        const { body } = await graphql(gateway, query, { authorization: alice, variables });
+        expect(body.errors).toBeUndefined();
+      });
+    expect(await ask('hasNextPage startCursor endCursor', { first: 10, after })).toEqual(['find']);
+    expect(await ask('hasNextPage hasPreviousPage', { first: 10, after })).toEqual(['find', 'find']);
+    expect(await ask('hasPreviousPage startCursor', { last: 10, before: after })).toEqual(['find']);
+    expect(await ask('hasPreviousPage hasNextPage', { last: 10, before: after })).toEqual(['find', 'find']);
+    // Without a cursor on the other side there is nothing to read.
+    expect(await ask('hasNextPage hasPreviousPage', { first: 10 })).toEqual(['find']);
   });
 
   it('caps `first` at 100', async () => {
@@ -111,14 +191,28 @@ describe('Query.conversations', () => {
     expect(body.data.conversations.nodes).toHaveLength(100);
   });
 
-  it('answers an empty page for first: 0', async () => {
-    const { body } = await graphql(gateway, PAGE, { authorization: alice, variables: { first: 0 } });
-    expect(body.data.conversations.nodes).toEqual([]);
-    expect(body.data.conversations.pageInfo).toEqual({ hasNextPage: true, endCursor: null });
+  it('caps `last` at 100', async () => {
+    const { body } = await graphql(gateway, PAGE, { authorization: alice, variables: { last: 5000 } });
+    expect(numbers(body.data.conversations)).toEqual(countdown(100, 1));
   });
 
-  it('rejects a negative `first` and a cursor it did not issue as bad user input', async () => {
-    for (const variables of [{ first: -1 }, { after: 'bm90LWEtY3Vyc29y' }, { after: '!!' }]) {
+  it('answers an empty page for first: 0 and last: 0', async () => {
+    const { body } = await graphql(gateway, PAGE, { authorization: alice, variables: { first: 0 } });
+    expect(body.data.conversations.nodes).toEqual([]);
+    expect(body.data.conversations.pageInfo).toEqual({ hasNextPage: true, hasPreviousPage: false, startCursor: null, endCursor: null });
+    const last = await page(alice, { last: 0 });
+    expect(last.pageInfo).toEqual({ hasNextPage: false, hasPreviousPage: true, startCursor: null, endCursor: null });
+  });
+
+  it('rejects `first` with `last`, a negative count and a cursor it did not issue as bad user input', async () => {
+    for (const variables of [
+      { first: -1 },
+      { last: -1 },
+      { first: 10, last: 10 },
+      { after: 'bm90LWEtY3Vyc29y' },
+      { after: '!!' },
+      { last: 1, before: 'bm90LWEtY3Vyc29y' },
+    ]) {
       const { body } = await graphql(gateway, PAGE, { authorization: alice, variables });
       expect(body.data).toBeNull();
       expect(body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
@@ -128,14 +222,14 @@ describe('Query.conversations', () => {
   it('shows each caller only their own conversations', async () => {
     const { body } = await graphql(gateway, PAGE, { authorization: bob });
     expect(body.data.conversations.totalCount).toBe(2);
-    expect(body.data.conversations.nodes.map((node: { id: number; userId: number }) => [node.id, node.userId])).toEqual([
+    expect(body.data.conversations.nodes.map((node: { number: number; userId: number }) => [node.number, node.userId])).toEqual([
       [507, BOB],
       [501, BOB],
     ]);
   });
 
   it('reads the messages of a whole page in one batched query', async () => {
-    const query = `{ conversations { nodes { id messages { role content } } } }`;
+    const query = `{ conversations { nodes { id number messages { role content } } } }`;
     let body: any;
     const commands = await gateway.commandsDuring(async () => {
       ({ body } = await graphql(gateway, query, { authorization: alice }));
@@ -170,16 +264,26 @@ describe('Query.conversations', () => {
   });
 });
 
-describe('Query.conversation', () => {
-  const ONE = `query One($id: Int!) { conversation(id: $id) { id userId name model enableWeb messages { role content } } }`;
+/** The global id of `number` among the caller's conversations, as the API gives it. */
+async function idOf(authorization: string, number: number): Promise<string> {
+  const { body } = await graphql(gateway, 'query Id($number: Int!) { conversation(number: $number) { id } }', {
+    authorization,
+    variables: { number },
+  });
+  return body.data.conversation.id;
+}
 
-  it('returns one conversation with its messages in order, in one query', async () => {
+describe('Query.conversation', () => {
+  const ONE = `query One($number: Int!) { conversation(number: $number) { id number userId name model enableWeb messages { role content } } }`;
+
+  it('returns one conversation by its number with its messages in order, in one query', async () => {
     let body: any;
     const commands = await gateway.commandsDuring(async () => {
-      ({ body } = await graphql(gateway, ONE, { authorization: alice, variables: { id: 3 } }));
+      ({ body } = await graphql(gateway, ONE, { authorization: alice, variables: { number: 3 } }));
     });
     expect(body.data.conversation).toEqual({
-      id: 3,
+      id: expect.stringMatching(/^[A-Za-z0-9_-]+$/),
+      number: 3,
       userId: ALICE,
       name: 'Alice 3',
       model: 'gpt-4o-mini',
@@ -200,13 +304,13 @@ describe('Query.conversation', () => {
         gateway,
         `
           {
-            a: conversation(id: 1) {
+            a: conversation(number: 1) {
               name
             }
-            b: conversation(id: 2) {
+            b: conversation(number: 2) {
               name
             }
-            c: conversation(id: 507) {
+            c: conversation(number: 507) {
               name
             }
           }
@@ -220,74 +324,154 @@ describe('Query.conversation', () => {
     expect(commands).toEqual(['find']);
   });
 
-  it('is null for an unknown id and for another user’s conversation', async () => {
-    for (const id of [999, 507, 0, -5]) {
-      const { body } = await graphql(gateway, ONE, { authorization: alice, variables: { id } });
+  it('is null for an unknown number and for another user’s conversation', async () => {
+    for (const number of [999, 507, 0, -5]) {
+      const { body } = await graphql(gateway, ONE, { authorization: alice, variables: { number } });
       expect(body).toEqual({ data: { conversation: null } });
     }
   });
 });
 
-describe('Mutation.deleteConversation', () => {
-  const DELETE = `mutation Delete($id: Int!) { deleteConversation(id: $id) { ok error { code message } } }`;
+describe('global ids and Query.node', () => {
+  const NODE = `query Node($id: ID!) { node(id: $id) { __typename id ... on Conversation { number userId name } } }`;
 
-  it('deletes a conversation once; a second delete answers NOT_FOUND', async () => {
-    const first = await graphql(gateway, DELETE, { authorization: bob, variables: { id: 501 } });
-    expect(first.body).toEqual({ data: { deleteConversation: { ok: true, error: null } } });
-    const again = await graphql(gateway, DELETE, { authorization: bob, variables: { id: 501 } });
-    expect(again.body).toEqual({
-      data: { deleteConversation: { ok: false, error: { code: 'NOT_FOUND', message: 'conversation not found' } } },
-    });
-    const { body } = await graphql(
-      gateway,
-      `
-        {
-          conversation(id: 501) {
-            id
-          }
-        }
-      `,
-      { authorization: bob },
-    );
-    expect(body.data).toEqual({ conversation: null });
+  it('gives each conversation an opaque id, the same every time, distinct for two users’ conversations of one number', async () => {
+    const alices = await idOf(alice, 11);
+    const carols = await idOf(carol, 11);
+    expect(alices).not.toBe(carols);
+    expect(alices).not.toMatch(/11/);
+    expect(await idOf(alice, 11)).toBe(alices);
+    const listed = await graphql(gateway, '{ conversations(first: 1) { nodes { id } edges { node { id } } } }', { authorization: alice });
+    expect(listed.body.data.conversations.nodes[0].id).toBe(await idOf(alice, 150));
+    expect(listed.body.data.conversations.edges[0].node.id).toBe(await idOf(alice, 150));
   });
 
-  it('cannot delete another user’s conversation, which behaves like an unknown id', async () => {
-    const { body } = await graphql(gateway, DELETE, { authorization: alice, variables: { id: 507 } });
-    expect(body.data.deleteConversation.error.code).toBe('NOT_FOUND');
-    const still = await graphql(
-      gateway,
-      `
-        {
-          conversation(id: 507) {
-            name
-          }
-        }
-      `,
-      { authorization: bob },
-    );
+  it('fetches a conversation again by its id through node', async () => {
+    const id = await idOf(alice, 42);
+    const { body } = await graphql(gateway, NODE, { authorization: alice, variables: { id } });
+    expect(body).toEqual({ data: { node: { __typename: 'Conversation', id, number: 42, userId: ALICE, name: 'Alice 42' } } });
+  });
+
+  it('answers null for another user’s conversation, as for an id that names nothing', async () => {
+    const carols = await idOf(carol, 12);
+    const forged = (text: string) => Buffer.from(text).toString('base64url');
+    for (const id of [
+      carols,
+      forged('Conversation:1:999'),
+      forged('Conversation:1:0'),
+      forged('Conversation:1:012'),
+      forged('Conversation:1:2147483648'),
+      forged('Message:1:12'),
+      `${await idOf(alice, 12)}=`,
+      `${await idOf(alice, 12)}!`,
+      '',
+      'not an id',
+    ]) {
+      const { body } = await graphql(gateway, NODE, { authorization: alice, variables: { id } });
+      expect(body, id).toEqual({ data: { node: null } });
+    }
+    const { body } = await graphql(gateway, NODE, { authorization: carol, variables: { id: carols } });
+    expect(body.data.node).toMatchObject({ number: 12, userId: CAROL });
+  });
+
+  it('answers nodes in the order asked, null where node would be, in one database query', async () => {
+    const ids = [await idOf(alice, 7), await idOf(carol, 13), 'nonsense', await idOf(alice, 8), await idOf(alice, 7)];
+    let body: any;
+    const commands = await gateway.commandsDuring(async () => {
+      ({ body } = await graphql(gateway, 'query Nodes($ids: [ID!]!) { nodes(ids: $ids) { id ... on Conversation { number } } }', {
+        authorization: alice,
+        variables: { ids },
+      }));
+    });
+    expect(body.data.nodes).toEqual([{ id: ids[0], number: 7 }, null, null, { id: ids[3], number: 8 }, { id: ids[0], number: 7 }]);
+    expect(commands).toEqual(['find']);
+  });
+
+  it('refuses nodes of more than 100 ids as bad user input', async () => {
+    const ids = Array.from({ length: 101 }, () => 'x');
+    const { body } = await graphql(gateway, 'query Nodes($ids: [ID!]!) { nodes(ids: $ids) { id } }', {
+      authorization: alice,
+      variables: { ids },
+    });
+    expect(body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  });
+});
+
+describe('Mutation.deleteConversation', () => {
+  const DELETE = `mutation Delete($id: ID!) { deleteConversation(id: $id) { ok error { code message } deletedConversationId } }`;
+
+  it('deletes a conversation once, naming its id; a second delete answers NOT_FOUND', async () => {
+    const id = await idOf(bob, 501);
+    const first = await graphql(gateway, DELETE, { authorization: bob, variables: { id } });
+    expect(first.body).toEqual({ data: { deleteConversation: { ok: true, error: null, deletedConversationId: id } } });
+    const again = await graphql(gateway, DELETE, { authorization: bob, variables: { id } });
+    expect(again.body).toEqual({
+      data: {
+        deleteConversation: { ok: false, error: { code: 'NOT_FOUND', message: 'conversation not found' }, deletedConversationId: null },
+      },
+    });
+    const { body } = await graphql(gateway, 'query Node($id: ID!) { node(id: $id) { id } }', { authorization: bob, variables: { id } });
+    expect(body.data).toEqual({ node: null });
+  });
+
+  it('cannot delete another user’s conversation, which behaves like an unknown id, without reading anything', async () => {
+    const bobs = await idOf(bob, 507);
+    for (const id of [bobs, 'not an id']) {
+      const commands = await gateway.commandsDuring(async () => {
+        const { body } = await graphql(gateway, DELETE, { authorization: alice, variables: { id } });
+        expect(body.data.deleteConversation).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' }, deletedConversationId: null });
+      });
+      expect(commands).toEqual([]);
+    }
+    const still = await graphql(gateway, '{ conversation(number: 507) { name } }', { authorization: bob });
     expect(still.body.data).toEqual({ conversation: { name: 'Bob seven' } });
   });
 
-  it('keeps a deleted conversation’s id reserved: the owner’s id sequence stays past it', async () => {
-    const { body } = await graphql(gateway, DELETE, { authorization: alice, variables: { id: ALICE_CONVERSATIONS } });
+  it('keeps a deleted conversation’s number reserved: the owner’s sequence stays past it', async () => {
+    const { body } = await graphql(gateway, DELETE, { authorization: alice, variables: { id: await idOf(alice, ALICE_CONVERSATIONS) } });
     expect(body.data.deleteConversation.ok).toBe(true);
     const user = await gateway.models.users.findOne({ id: ALICE }).lean();
     expect(user?.lastConversationId).toBe(ALICE_CONVERSATIONS);
   });
+
+  it('keeps cursors valid after the conversation they name is deleted, both ways', async () => {
+    const around = await page(alice, { first: 3, after: (await page(alice, { first: 10 })).pageInfo.endCursor });
+    expect(numbers(around)).toEqual([139, 138, 137]);
+    const cursorOf138 = around.edges[1]!.cursor;
+    const { body } = await graphql(gateway, DELETE, { authorization: alice, variables: { id: await idOf(alice, 138) } });
+    expect(body.data.deleteConversation.ok).toBe(true);
+    expect(numbers(await page(alice, { first: 2, after: cursorOf138 }))).toEqual([137, 136]);
+    expect(numbers(await page(alice, { last: 2, before: cursorOf138 }))).toEqual([140, 139]);
+  });
+
+  it('deletes by number for clients that name conversations as the REST endpoints do', async () => {
+    const BY_NUMBER = `mutation Delete($number: Int!) { deleteConversationByNumber(number: $number) { ok error { code } deletedConversationId } }`;
+    const id = await idOf(alice, 100);
+    const { body } = await graphql(gateway, BY_NUMBER, { authorization: alice, variables: { number: 100 } });
+    expect(body.data).toEqual({ deleteConversationByNumber: { ok: true, error: null, deletedConversationId: id } });
+    const again = await graphql(gateway, BY_NUMBER, { authorization: alice, variables: { number: 100 } });
+    expect(again.body.data).toEqual({
+      deleteConversationByNumber: { ok: false, error: { code: 'NOT_FOUND' }, deletedConversationId: null },
+    });
+  });
 });
 
 describe('Mutation.renameConversation', () => {
-  const RENAME = `mutation Rename($id: Int!, $name: String!) {
-    renameConversation(id: $id, name: $name) { ok error { code message } conversation { id userId name messages { content } } }
+  const RENAME = `mutation Rename($id: ID!, $name: String!) {
+    renameConversation(id: $id, name: $name) { ok error { code message } conversation { id number userId name messages { content } } }
   }`;
 
   it('renames a conversation and answers it with its new name, stored exactly as given', async () => {
     const name = ' Trip to Zürich — “draft” 🚀 ';
-    const { body } = await graphql(gateway, RENAME, { authorization: carol, variables: { id: 12, name } });
+    const id = await idOf(carol, 12);
+    const { body } = await graphql(gateway, RENAME, { authorization: carol, variables: { id, name } });
     expect(body).toEqual({
       data: {
-        renameConversation: { ok: true, error: null, conversation: { id: 12, userId: CAROL, name, messages: [{ content: 'hello 12' }] } },
+        renameConversation: {
+          ok: true,
+          error: null,
+          conversation: { id, number: 12, userId: CAROL, name, messages: [{ content: 'hello 12' }] },
+        },
       },
     });
     const stored = await gateway.models.conversations.findOne({ userId: CAROL, id: 12 }).lean();
@@ -295,66 +479,45 @@ describe('Mutation.renameConversation', () => {
   });
 
   it('answers NOT_FOUND for an unknown id and for another user’s conversation, which keeps its name', async () => {
-    for (const id of [999, 507]) {
+    for (const id of [Buffer.from('Conversation:3:999').toString('base64url'), await idOf(bob, 507)]) {
       const { body } = await graphql(gateway, RENAME, { authorization: carol, variables: { id, name: 'Mine now' } });
       expect(body).toEqual({
         data: { renameConversation: { ok: false, error: { code: 'NOT_FOUND', message: 'conversation not found' }, conversation: null } },
       });
     }
-    const { body } = await graphql(
-      gateway,
-      `
-        {
-          conversation(id: 507) {
-            name
-          }
-        }
-      `,
-      { authorization: bob },
-    );
+    const { body } = await graphql(gateway, '{ conversation(number: 507) { name } }', { authorization: bob });
     expect(body.data).toEqual({ conversation: { name: 'Bob seven' } });
   });
 
   it('answers INVALID_INPUT "invalid name" for an empty, blank or too long name, before reading anything', async () => {
+    const id = await idOf(carol, 11);
     for (const name of ['', '   ', '\n\t', 'x'.repeat(257)]) {
       const commands = await gateway.commandsDuring(async () => {
-        const { body } = await graphql(gateway, RENAME, { authorization: carol, variables: { id: 11, name } });
+        const { body } = await graphql(gateway, RENAME, { authorization: carol, variables: { id, name } });
         expect(body).toEqual({
           data: { renameConversation: { ok: false, error: { code: 'INVALID_INPUT', message: 'invalid name' }, conversation: null } },
         });
       });
       expect(commands).toEqual([]);
     }
-    const { body } = await graphql(
-      gateway,
-      `
-        {
-          conversation(id: 11) {
-            name
-          }
-        }
-      `,
-      { authorization: carol },
-    );
+    const { body } = await graphql(gateway, '{ conversation(number: 11) { name } }', { authorization: carol });
     expect(body.data).toEqual({ conversation: { name: 'Carol 11' } });
   });
 
-  it('renames with one database command', async () => {
-    const commands = await gateway.commandsDuring(async () => {
-      const { body } = await graphql(
-        gateway,
-        `
-          mutation {
-            renameConversation(id: 13, name: "Short") {
-              ok
-            }
-          }
-        `,
-        { authorization: carol },
-      );
-      expect(body.data).toEqual({ renameConversation: { ok: true } });
-    });
-    expect(commands).toEqual(['findAndModify']);
+  it('renames with one database command, by id or by number', async () => {
+    const id = await idOf(carol, 13);
+    for (const [mutation, variables] of [
+      ['mutation Rename($id: ID!) { renameConversation(id: $id, name: "Short") { ok } }', { id }],
+      ['mutation { renameConversationByNumber(number: 13, name: "Shorter") { ok } }', {}],
+    ] as const) {
+      const commands = await gateway.commandsDuring(async () => {
+        const { body } = await graphql(gateway, mutation, { authorization: carol, variables });
+        expect(Object.values(body.data)).toEqual([{ ok: true }]);
+      });
+      expect(commands).toEqual(['findAndModify']);
+    }
+    const { body } = await graphql(gateway, '{ conversation(number: 13) { name } }', { authorization: carol });
+    expect(body.data).toEqual({ conversation: { name: 'Shorter' } });
   });
 });
 
@@ -367,32 +530,9 @@ describe('Mutation.deleteAllConversations', () => {
       expect(body).toEqual({ data: { deleteAllConversations: { ok: true, deletedCount: 3 } } });
     });
     expect(commands).toEqual(['delete']);
-    const mine = await graphql(
-      gateway,
-      `
-        {
-          conversations {
-            totalCount
-            nodes {
-              id
-            }
-          }
-        }
-      `,
-      { authorization: carol },
-    );
+    const mine = await graphql(gateway, '{ conversations { totalCount nodes { id } } }', { authorization: carol });
     expect(mine.body.data).toEqual({ conversations: { totalCount: 0, nodes: [] } });
-    const bobs = await graphql(
-      gateway,
-      `
-        {
-          conversations {
-            totalCount
-          }
-        }
-      `,
-      { authorization: bob },
-    );
+    const bobs = await graphql(gateway, '{ conversations { totalCount } }', { authorization: bob });
     expect(bobs.body.data.conversations.totalCount).toBeGreaterThan(0);
   });
 
@@ -401,7 +541,7 @@ describe('Mutation.deleteAllConversations', () => {
     expect(body).toEqual({ data: { deleteAllConversations: { ok: true, deletedCount: 0 } } });
   });
 
-  it('keeps the deleted conversations’ ids reserved: the owner’s id sequence stays past them', async () => {
+  it('keeps the deleted conversations’ numbers reserved: the owner’s sequence stays past them', async () => {
     const user = await gateway.models.users.findOne({ id: CAROL }).lean();
     expect(user?.lastConversationId).toBe(13);
   });
@@ -409,17 +549,7 @@ describe('Mutation.deleteAllConversations', () => {
   it('is refused over GET, like every mutation', async () => {
     const response = await fetch(`${gateway.url}/graphql?query=${encodeURIComponent(DELETE_ALL)}`, { headers: { authorization: bob } });
     expect(response.status).toBe(405);
-    const { body } = await graphql(
-      gateway,
-      `
-        {
-          conversations {
-            totalCount
-          }
-        }
-      `,
-      { authorization: bob },
-    );
+    const { body } = await graphql(gateway, '{ conversations { totalCount } }', { authorization: bob });
     expect(body.data.conversations.totalCount).toBeGreaterThan(0);
   });
 });

@@ -91,7 +91,7 @@ describe('/graphql', () => {
   it('goes through Apollo Server for every request, first and repeated, query and mutation: a plugin sees each one', async () => {
     const before = { ...seen, resolved: [...seen.resolved] };
     const query = 'query Balance { quota }';
-    const mutation = 'mutation Remove($id: Int!) { deleteConversation(id: $id) { ok } }';
+    const mutation = 'mutation Remove($id: Int!) { deleteConversationByNumber(number: $id) { ok } }';
     for (let run = 0; run < 3; run++) expect((await post(gateway, { query })).status).toBe(200);
     for (let run = 0; run < 2; run++) expect((await post(gateway, { query: mutation, variables: { id: 404 } })).status).toBe(200);
     // Parsed once per text; every request resolved, executed and answered.
@@ -123,7 +123,7 @@ describe('/graphql', () => {
     ['a resolver refusing its argument', { query: '{ conversations(first: -1) { nodes { id } } }' }, {}],
     [
       'an unexpected error, masked',
-      { query: 'query Masked($id: Int!) { conversation(id: $id) { name messages { role } } }', variables: { id: BROKEN } },
+      { query: 'query Masked($id: Int!) { conversation(number: $id) { name messages { role } } }', variables: { id: BROKEN } },
       {},
     ],
     ['the GraphQL response media type', { query: 'query MediaType { quota }' }, { accept: 'application/graphql-response+json' }],
@@ -148,7 +148,7 @@ describe('/graphql', () => {
         method: 'POST',
         headers: { authorization, 'content-type': 'application/json' },
         body: JSON.stringify({
-          query: 'query Logged($id: Int!) { conversation(id: $id) { name messages { role } } }',
+          query: 'query Logged($id: Int!) { conversation(number: $id) { name messages { role } } }',
           variables: { id: BROKEN },
         }),
       });

@@ -74,7 +74,7 @@ describe('a stored conversation the schema cannot show', () => {
 
   it('is left out of GraphQL pages, which stay full and walk every other conversation once', async () => {
     const PAGE = `query Page($after: String) {
-      conversations(first: 2, after: $after) { nodes { id name } pageInfo { hasNextPage endCursor } }
+      conversations(first: 2, after: $after) { nodes { number name } pageInfo { hasNextPage endCursor } }
     }`;
     const seen: number[] = [];
     let after: string | null = null;
@@ -84,7 +84,7 @@ describe('a stored conversation the schema cannot show', () => {
       expect(body.errors).toBeUndefined();
       const page: any = body.data!.conversations;
       expect(page.nodes.length).toBe(page.pageInfo.hasNextPage ? 2 : 1);
-      seen.push(...page.nodes.map((node: { id: number }) => node.id));
+      seen.push(...page.nodes.map((node: { number: number }) => node.number));
       if (!page.pageInfo.hasNextPage) break;
       after = page.pageInfo.endCursor;
     }
@@ -96,7 +96,7 @@ describe('a stored conversation the schema cannot show', () => {
     const list = () => fetch(`${gateway.url}/conversation/list`, { headers: { authorization } }).then((response) => response.json());
     expect(await commandsDuring(gateway, list)).toEqual(['find']);
     // Two a page (three rows read, to know whether more follow): four rows left out, then one more to fill it.
-    const PAGE = `query Page($after: String) { conversations(first: 2, after: $after) { nodes { id } pageInfo { endCursor } } }`;
+    const PAGE = `query Page($after: String) { conversations(first: 2, after: $after) { nodes { number } pageInfo { endCursor } } }`;
     let endCursor = '';
     expect(
       await commandsDuring(gateway, async () => {
@@ -106,7 +106,7 @@ describe('a stored conversation the schema cannot show', () => {
     expect(
       await commandsDuring(gateway, async () => {
         const { body } = await graphql(gateway, PAGE, { authorization, variables: { after: endCursor } });
-        expect(body.data!.conversations.nodes).toEqual([{ id: 3 }, { id: 2 }]);
+        expect(body.data!.conversations.nodes).toEqual([{ number: 3 }, { number: 2 }]);
       }),
     ).toEqual(['find']);
   });
@@ -116,11 +116,11 @@ describe('a stored conversation the schema cannot show', () => {
     expect(await load.json()).toMatchObject({ status: true, data: { id: 5, name: 'Fits 5' } });
     const { body } = await graphql(
       gateway,
-      'mutation { renameConversation(id: 5, name: "Renamed") { ok } deleteConversation(id: 4) { ok } }',
+      'mutation { renameConversationByNumber(number: 5, name: "Renamed") { ok } deleteConversationByNumber(number: 4) { ok } }',
       {
         authorization,
       },
     );
-    expect(body.data).toEqual({ renameConversation: { ok: true }, deleteConversation: { ok: true } });
+    expect(body.data).toEqual({ renameConversationByNumber: { ok: true }, deleteConversationByNumber: { ok: true } });
   });
 });

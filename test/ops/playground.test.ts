@@ -4,7 +4,7 @@ import { parse, validate } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { buildSchema } from '../../src/graphql/schema.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8';
 
@@ -113,12 +113,25 @@ describe('the playground outside production', () => {
       'Quota',
       'BalanceLive',
       'ConversationEvents',
+      'Node',
       'DeleteConversation',
       'RenameConversation',
       'DeleteAllConversations',
       'Buy',
     ]);
     expect(tabs[0]!.query).toMatch(/messages\s*\{/);
+  });
+
+  it('pre-fills the tabs that take a global id with a demo conversation’s', async () => {
+    const { tabs } = settingsOf((await openPlayground(demo)).html);
+    const node = tabs.find(({ query }) => /query Node\b/.test(query))!;
+    const { body } = await graphql(demo, node.query, {
+      authorization: `Bearer ${demo.demoToken}`,
+      variables: JSON.parse(node.variables!),
+    });
+    expect(body.data).toEqual({ node: { id: JSON.parse(node.variables!).id, number: 3, name: 'News digest' } });
+    const mutations = tabs.filter(({ query }) => /mutation (Delete|Rename)Conversation\b/.test(query));
+    expect(mutations.map(({ variables }) => JSON.parse(variables!).id)).toEqual([body.data.node.id, body.data.node.id]);
   });
 
   it('pre-fills the headers editor with the demo token the service printed', async () => {

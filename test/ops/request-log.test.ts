@@ -84,10 +84,10 @@ describe('the request log', () => {
     const authorizations = [`Bearer ${token}`, token, API_KEY, 'Bearer forged.token.value'];
     for (const authorization of authorizations) {
       await fetch(`${gateway.url}/conversation/load?id=1`, { headers: { authorization } });
-      await graphql(gateway, '{ conversation(id: 1) { name messages { role content } } }', { authorization });
+      await graphql(gateway, '{ conversation(number: 1) { name messages { role content } } }', { authorization });
       await fetch(`${gateway.url}/conversation/delete`, { method: 'POST', headers: { authorization }, body: `{"id":"${SECRET_CONTENT}"}` });
     }
-    await graphql(gateway, `{ conversation(id: "${SECRET_CONTENT}") { name } }`, { authorization: `Bearer ${token}` });
+    await graphql(gateway, `{ conversation(number: "${SECRET_CONTENT}") { name } }`, { authorization: `Bearer ${token}` });
 
     const text = gateway.log.text();
     expect(gateway.log.lines().length).toBeGreaterThanOrEqual(authorizations.length * 3);

@@ -64,7 +64,7 @@ describe('database commands per request', () => {
   // Queries run interpreted the first time and compiled from the second: both are pinned.
   it.each([
     ['lists conversations', '{ conversations(first: 100) { nodes { id userId name model enableWeb } } }'],
-    ['loads a conversation with its 20 messages', '{ conversation(id: 7) { id name messages { role content } } }'],
+    ['loads a conversation with its 20 messages', '{ conversation(number: 7) { id name messages { role content } } }'],
     ['reads the balance', '{ quota }'],
   ])('%s over GraphQL with one command, on every run', async (_what, query) => {
     for (let run = 0; run < 3; run++) {

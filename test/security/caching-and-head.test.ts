@@ -29,8 +29,8 @@ describe.each(['in-process', 'sidecar'] as const)('answers to authenticated call
   });
 
   const conversationIds = async () =>
-    (await graphql(gateway, '{ conversations { nodes { id } } }', { authorization })).body.data!.conversations.nodes.map(
-      (node: { id: number }) => node.id,
+    (await graphql(gateway, '{ conversations { nodes { number } } }', { authorization })).body.data!.conversations.nodes.map(
+      (node: { number: number }) => node.number,
     );
 
   it('HEAD never deletes: /conversation/delete answers 405 with Allow: GET and the conversation stays', async () => {
@@ -93,7 +93,7 @@ describe('/graphql answers to authenticated callers', () => {
     const answers = [
       await graphql(gateway, '{ quota }', { authorization }),
       await graphql(gateway, '{ noSuchField }', { authorization }),
-      await graphql(gateway, '{ conversation(id: 1) { name } }', { authorization }),
+      await graphql(gateway, '{ conversation(number: 1) { name } }', { authorization }),
     ];
     const get = await fetch(`${gateway.url}/graphql?query=${encodeURIComponent('{ quota }')}`, { headers: { authorization } });
     expect(answers.map((answer) => answer.status)).toEqual([200, 400, 200]);
@@ -101,12 +101,12 @@ describe('/graphql answers to authenticated callers', () => {
   });
 
   it('HEAD never runs an operation: a mutation sent with HEAD deletes nothing', async () => {
-    const mutation = encodeURIComponent('mutation { deleteConversation(id: 1) { ok } }');
+    const mutation = encodeURIComponent('mutation { deleteConversationByNumber(number: 1) { ok } }');
     const answer = await send(gateway.url, { method: 'HEAD', path: `/graphql?query=${mutation}`, headers: { authorization } });
     // Apollo Server runs operations for GET and POST only.
     expect(answer.status).toBeGreaterThanOrEqual(400);
     expect(answer.status).toBeLessThan(500);
-    const stored = await graphql(gateway, '{ conversation(id: 1) { id } }', { authorization });
-    expect(stored.body.data).toEqual({ conversation: { id: 1 } });
+    const stored = await graphql(gateway, '{ conversation(number: 1) { number } }', { authorization });
+    expect(stored.body.data).toEqual({ conversation: { number: 1 } });
   });
 });

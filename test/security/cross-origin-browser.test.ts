@@ -137,7 +137,7 @@ describe.skipIf(skipsBrowserTest('the cross-origin browser test'))('a web client
         { method: 'GET', path: '/conversation/list' },
         { method: 'GET', path: '/api/conversation/list' },
         { method: 'POST', path: '/api/conversation/rename', body: { id: 2, name: 'Renamed in the browser' } },
-        { method: 'POST', path: '/graphql', body: { query: '{ conversations { nodes { id name } } }' } },
+        { method: 'POST', path: '/graphql', body: { query: '{ conversations { nodes { number name } } }' } },
         { method: 'GET', path: '/conversation/clean' },
         { method: 'GET', path: '/api/conversation/list' },
       ],
@@ -154,9 +154,9 @@ describe.skipIf(skipsBrowserTest('the cross-origin browser test'))('a web client
         data: {
           conversations: {
             nodes: [
-              { id: 3, name: 'Chat 3' },
-              { id: 2, name: 'Renamed in the browser' },
-              { id: 1, name: 'Chat 1' },
+              { number: 3, name: 'Chat 3' },
+              { number: 2, name: 'Renamed in the browser' },
+              { number: 1, name: 'Chat 1' },
             ],
           },
         },

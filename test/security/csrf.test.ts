@@ -4,7 +4,7 @@ import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { json, send } from './http.js';
 
 const ALICE = 1;
-const DELETE_ONE = 'mutation { deleteConversation(id: 1) { ok } }';
+const DELETE_ONE = 'mutation { deleteConversationByNumber(number: 1) { ok } }';
 
 let gateway: TestGateway;
 let token: string;

@@ -169,8 +169,8 @@ describe('fuzzing the REST endpoints', () => {
 describe('fuzzing GraphQL', () => {
   const operations = [
     'query Page($first: Int, $after: String) { conversations(first: $first, after: $after) { nodes { id userId name messages { role content } } pageInfo { hasNextPage endCursor } totalCount } }',
-    'query One($id: Int!) { conversation(id: $id) { id userId name messages { content } } }',
-    'mutation Delete($id: Int!) { deleteConversation(id: $id) { ok error { code message } } }',
+    'query One($id: Int!) { conversation(number: $id) { id userId name messages { content } } }',
+    'mutation Delete($id: Int!) { deleteConversationByNumber(number: $id) { ok error { code message } } }',
     'mutation Buy($quota: Int!) { buy(quota: $quota) { ok error { code message } quota } }',
     'query Gift { giftPackage { cert teenager } quota }',
   ];

@@ -135,7 +135,7 @@ describe('limits on /graphql', () => {
       await expectAnswered(twoPages('(first: 10)'));
     });
 
-    it('counts an omitted `first` as the schema default of 100', async () => {
+    it('counts an omitted `first` (and `last`) as the default of 100', async () => {
       await expectRefused(twoPages(''), 'GRAPHQL_VALIDATION_FAILED', refusedCost);
     });
 
@@ -149,6 +149,24 @@ describe('limits on /graphql', () => {
 
     it('caps `first` at the page size the resolvers allow', async () => {
       await expectRefused(twoPages('(first: $first)', '($first: Int)'), 'GRAPHQL_VALIDATION_FAILED', refusedCost, { first: 1_000_000 });
+    });
+
+    it('sizes a page by `last` as by `first`, and by the larger when both are given', async () => {
+      await expectRefused(twoPages('(last: 100)'), 'GRAPHQL_VALIDATION_FAILED', refusedCost);
+      await expectAnswered(twoPages('(last: 10)'));
+      await expectRefused(twoPages('(first: 1, last: 100)'), 'GRAPHQL_VALIDATION_FAILED', refusedCost);
+    });
+
+    it('sizes `nodes` by the ids it is given', async () => {
+      const twoLists = `query Lists($ids: [ID!]!) {
+        a: nodes(ids: $ids) { id ... on Conversation { name messages { role content } } }
+        b: nodes(ids: $ids) { id ... on Conversation { name messages { role content } } }
+      }`;
+      // Each list: ids × (1 node + 2 fields + 10 assumed messages × 3) = 33 × ids.
+      await expectAnswered(twoLists, { ids: Array.from({ length: 10 }, (_, index) => `id${index}`) });
+      await expectRefused(twoLists, 'GRAPHQL_VALIDATION_FAILED', /Operation cost limit of 5000 exceeded, found 6600\./, {
+        ids: Array.from({ length: 100 }, (_, index) => `id${index}`),
+      });
     });
 
     it('prices fragments that spread fragments twice over, 60 levels deep, at once', async () => {

@@ -33,7 +33,7 @@ afterAll(async () => {
   await Promise.all([production?.stop(), development?.stop()]);
 });
 
-const readBroken = `{ conversation(id: ${BROKEN}) { id name } }`;
+const readBroken = `{ conversation(number: ${BROKEN}) { id name } }`;
 
 describe('an internal error in production', () => {
   it('answers only its code, path and the request id of the log line on /graphql', async () => {
@@ -78,7 +78,8 @@ describe('what production does not tell', () => {
   });
 
   it('suggests no field names, where development does', async () => {
-    const ask = (gateway: TestGateway) => postGraphql(gateway.url, { query: '{ quot conversation(id: 1) { nam } }' }, { authorization });
+    const ask = (gateway: TestGateway) =>
+      postGraphql(gateway.url, { query: '{ quot conversation(number: 1) { nam } }' }, { authorization });
     const [inProduction, inDevelopment] = await Promise.all([ask(production), ask(development)]);
     expect(json(inDevelopment).errors[0].message).toMatch(/Did you mean "quota"\?/);
     expect(inProduction.status).toBe(400);
@@ -113,11 +114,11 @@ describe('what production does not tell', () => {
     const answers: RawAnswer[] = await Promise.all([
       postGraphql(
         production.url,
-        { query: 'query ($id: Int!) { conversation(id: $id) { id } }', variables: { id: 'x' } },
+        { query: 'query ($id: Int!) { conversation(number: $id) { id } }', variables: { id: 'x' } },
         { authorization },
       ),
       postGraphql(production.url, { query: '{ conversation(di: 1) { id } }' }, { authorization }),
-      postGraphql(production.url, { query: 'query ($id: Itn!) { conversation(id: $id) { id } }' }, { authorization }),
+      postGraphql(production.url, { query: 'query ($id: Itn!) { conversation(number: $id) { id } }' }, { authorization }),
     ]);
     for (const answer of answers) {
       expect(answer.status).toBe(400);
@@ -128,7 +129,7 @@ describe('what production does not tell', () => {
 
   const hostile: [string, () => Promise<RawAnswer>][] = [
     ['malformed JSON', () => postGraphql(production.url, '{"query":', { authorization })],
-    ['a syntax error', () => postGraphql(production.url, { query: '{ conversation(id: ) }' }, { authorization })],
+    ['a syntax error', () => postGraphql(production.url, { query: '{ conversation(number: ) }' }, { authorization })],
     ['a body over the limit', () => postGraphql(production.url, { query: `{ quota } #${'x'.repeat(200_000)}` }, { authorization })],
     ['an operation over the limits', () => postGraphql(production.url, { query: `{ ${'quota '.repeat(2_000)}}` }, { authorization })],
     ['an unknown operation name', () => postGraphql(production.url, { query: '{ quota }', operationName: 'Nope' }, { authorization })],

@@ -116,7 +116,7 @@ describe('credentials refused with 401, reading nothing', () => {
           method: 'POST',
           path: '/graphql',
           headers: { authorization, 'content-type': 'application/json' },
-          body: JSON.stringify({ query: 'mutation { deleteConversation(id: 1) { ok } }' }),
+          body: JSON.stringify({ query: 'mutation { deleteConversationByNumber(number: 1) { ok } }' }),
         });
         expect(answer.status).toBe(401);
         expect(answer.headers['www-authenticate']).toBe('Bearer');

@@ -72,7 +72,7 @@ describe('change streams across database hiccups', () => {
 
   it('resume from their last change when the link comes back: nothing written meanwhile is lost', async () => {
     quota = await subscribe('subscription { quota }');
-    events = await subscribe('subscription { conversationEvents { kind id conversation { name } } }');
+    events = await subscribe('subscription { conversationEvents { kind number conversation { name } } }');
     expect((await quota.next()).payload).toEqual({ data: { quota: 10 } });
 
     proxy.cut();
@@ -95,7 +95,7 @@ describe('change streams across database hiccups', () => {
     expect((await quota.next(10_000)).payload).toEqual({ data: { quota: 11 } });
     expect((await quota.next()).payload).toEqual({ data: { quota: 12 } });
     expect((await events.next(10_000)).payload).toEqual({
-      data: { conversationEvents: { kind: 'UPDATED', id: 1, conversation: { name: 'Written while cut off' } } },
+      data: { conversationEvents: { kind: 'UPDATED', number: 1, conversation: { name: 'Written while cut off' } } },
     });
     await expect
       .poll(() => logged('change stream reopened after its last change: no change was missed').length, { timeout: 10_000 })
@@ -123,13 +123,13 @@ describe('change streams across database hiccups', () => {
     expect(lost.payload).toMatchObject([{ extensions: { code: 'EVENTS_LOST' } }]);
     expect(lost.payload[0].message).toMatch(/^events were lost .*: load the list again and subscribe again$/);
 
-    const again = await subscribe('subscription { conversationEvents { kind id conversation { name } } }');
+    const again = await subscribe('subscription { conversationEvents { kind number conversation { name } } }');
     await fresh
       .db(DATABASE)
       .collection('conversations')
       .insertOne({ userId: 1, id: 5, name: 'After the restart', model: 'gpt-4o', enableWeb: false, messages: [] });
     expect((await again.next()).payload).toEqual({
-      data: { conversationEvents: { kind: 'CREATED', id: 5, conversation: { name: 'After the restart' } } },
+      data: { conversationEvents: { kind: 'CREATED', number: 5, conversation: { name: 'After the restart' } } },
     });
     const metrics = await scrapeMetrics(service.url);
     expect(sample(metrics, 'mongodb_change_stream_restarts_total', { collection: 'users', resumed: 'false' })).toBe(1);

@@ -6,7 +6,8 @@ import { graphql, startTestGateway, type TestGateway } from '../support/gateway.
 import { connectAs, type Operation, type OperationMessage, type TestSocket } from '../support/websocket.js';
 import { subscriptionsRunning } from './helpers.js';
 
-const EVENTS = 'subscription Events { conversationEvents { kind id conversation { id name messages { role content } } } }';
+const EVENTS =
+  'subscription Events { conversationEvents { kind conversationId number deletedConversationId conversation { id number name messages { role content } } } }';
 
 let gateway: TestGateway;
 const sockets: TestSocket[] = [];
@@ -91,16 +92,22 @@ describe('Subscription.quota', () => {
 
 describe('Subscription.conversationEvents', () => {
   it('tells of conversations created, updated and deleted, by the API and by other writers, each resolved as it is now', async () => {
-    const events = await subscribed(1, EVENTS);
-
-    const renamed = await graphql(gateway, 'mutation { renameConversation(id: 1, name: "Lisbon, 3 days") { ok } }', {
+    const known = await graphql(gateway, '{ one: conversation(number: 1) { id } two: conversation(number: 2) { id } }', {
       authorization: await authorization(1),
     });
-    expect(renamed.body.data).toEqual({ renameConversation: { ok: true } });
+    const { one, two } = known.body.data;
+    const events = await subscribed(1, EVENTS);
+
+    const renamed = await graphql(gateway, 'mutation { renameConversationByNumber(number: 1, name: "Lisbon, 3 days") { ok } }', {
+      authorization: await authorization(1),
+    });
+    expect(renamed.body.data).toEqual({ renameConversationByNumber: { ok: true } });
     expect(data(await events.next()).conversationEvents).toEqual({
       kind: 'UPDATED',
-      id: 1,
-      conversation: { id: 1, name: 'Lisbon, 3 days', messages: [{ role: 'user', content: 'Lisbon?' }] },
+      conversationId: one.id,
+      number: 1,
+      deletedConversationId: null,
+      conversation: { id: one.id, number: 1, name: 'Lisbon, 3 days', messages: [{ role: 'user', content: 'Lisbon?' }] },
     });
 
     // The chat service appends a message, writing to the database directly.
@@ -111,37 +118,50 @@ describe('Subscription.conversationEvents', () => {
     ]);
 
     await gateway.models.conversations.create({ userId: 1, id: 7, name: 'New chat', model: 'gpt-4o', enableWeb: true, messages: [] });
-    expect(data(await events.next()).conversationEvents).toEqual({
+    const created = data(await events.next()).conversationEvents;
+    expect(created).toEqual({
       kind: 'CREATED',
-      id: 7,
-      conversation: { id: 7, name: 'New chat', messages: [] },
+      conversationId: expect.any(String),
+      number: 7,
+      deletedConversationId: null,
+      conversation: { id: created.conversationId, number: 7, name: 'New chat', messages: [] },
     });
 
-    const deleted = await graphql(gateway, 'mutation { deleteConversation(id: 2) { ok } }', { authorization: await authorization(1) });
-    expect(deleted.body.data).toEqual({ deleteConversation: { ok: true } });
-    expect(data(await events.next()).conversationEvents).toEqual({ kind: 'DELETED', id: 2, conversation: null });
+    const deleted = await graphql(gateway, 'mutation { deleteConversationByNumber(number: 2) { ok } }', {
+      authorization: await authorization(1),
+    });
+    expect(deleted.body.data).toEqual({ deleteConversationByNumber: { ok: true } });
+    expect(data(await events.next()).conversationEvents).toEqual({
+      kind: 'DELETED',
+      conversationId: two.id,
+      number: 2,
+      deletedConversationId: two.id,
+      conversation: null,
+    });
   });
 
   it("never sends one user's events to another", async () => {
     const bobs = await subscribed(2, EVENTS);
     const alices = await subscribed(1, EVENTS);
 
-    await graphql(gateway, 'mutation { renameConversation(id: 1, name: "Mine") { ok } }', { authorization: await authorization(1) });
+    await graphql(gateway, 'mutation { renameConversationByNumber(number: 1, name: "Mine") { ok } }', {
+      authorization: await authorization(1),
+    });
     await gateway.models.conversations.deleteOne({ userId: 1, id: 7 });
     await gateway.models.conversations.updateOne({ userId: 2, id: 1 }, { $set: { name: 'Bob renamed' } });
 
-    expect(data(await alices.next()).conversationEvents).toMatchObject({ kind: 'UPDATED', id: 1, conversation: { name: 'Mine' } });
-    expect(data(await alices.next()).conversationEvents).toMatchObject({ kind: 'DELETED', id: 7 });
+    expect(data(await alices.next()).conversationEvents).toMatchObject({ kind: 'UPDATED', number: 1, conversation: { name: 'Mine' } });
+    expect(data(await alices.next()).conversationEvents).toMatchObject({ kind: 'DELETED', number: 7 });
     // Bob's one event comes after Alice's two (one stream, in commit order): he got nothing of hers.
-    expect(data(await bobs.next()).conversationEvents).toMatchObject({ kind: 'UPDATED', id: 1, conversation: { name: 'Bob renamed' } });
+    expect(data(await bobs.next()).conversationEvents).toMatchObject({ kind: 'UPDATED', number: 1, conversation: { name: 'Bob renamed' } });
     expect(bobs.pending()).toEqual([]);
     expect(alices.pending()).toEqual([]);
   });
 
   it('deleting all conversations sends one DELETED per conversation', async () => {
-    const events = await subscribed(2, 'subscription { conversationEvents { kind id } }');
+    const events = await subscribed(2, 'subscription { conversationEvents { kind number } }');
     await gateway.models.conversations.create({ userId: 2, id: 2, name: 'Second', model: 'gpt-4o', enableWeb: false, messages: [] });
-    expect(data(await events.next()).conversationEvents).toEqual({ kind: 'CREATED', id: 2 });
+    expect(data(await events.next()).conversationEvents).toEqual({ kind: 'CREATED', number: 2 });
     const cleaned = await graphql(gateway, 'mutation { deleteAllConversations { deletedCount } }', {
       authorization: await authorization(2),
     });
@@ -149,8 +169,8 @@ describe('Subscription.conversationEvents', () => {
     const ids = [data(await events.next()).conversationEvents, data(await events.next()).conversationEvents];
     expect(ids).toEqual(
       expect.arrayContaining([
-        { kind: 'DELETED', id: 1 },
-        { kind: 'DELETED', id: 2 },
+        { kind: 'DELETED', number: 1 },
+        { kind: 'DELETED', number: 2 },
       ]),
     );
   });

@@ -18,7 +18,7 @@ import { subscriptionsRunning } from './helpers.js';
 
 /** How late an event may reach a subscriber of the other instance, after the write that caused it returned. */
 const WITHIN_MS = 1_000;
-const EVENTS = 'subscription { conversationEvents { kind id conversation { name } } }';
+const EVENTS = 'subscription { conversationEvents { kind number conversation { name } } }';
 
 interface GatewayProcess {
   process: NodeProcess;
@@ -117,10 +117,10 @@ describe('two gateway processes on one embedded-db process', () => {
     const delays: Record<string, number> = {};
 
     let started = performance.now();
-    const deleted = await graphql(second, 'mutation { deleteConversation(id: 2) { ok } }', { authorization });
-    expect(deleted.body.data).toEqual({ deleteConversation: { ok: true } });
+    const deleted = await graphql(second, 'mutation { deleteConversationByNumber(number: 2) { ok } }', { authorization });
+    expect(deleted.body.data).toEqual({ deleteConversationByNumber: { ok: true } });
     let event = await arrival(aliceEvents, started);
-    expect(event.message.payload).toEqual({ data: { conversationEvents: { kind: 'DELETED', id: 2, conversation: null } } });
+    expect(event.message.payload).toEqual({ data: { conversationEvents: { kind: 'DELETED', number: 2, conversation: null } } });
     delays.delete = event.ms;
 
     await seed({
@@ -128,15 +128,19 @@ describe('two gateway processes on one embedded-db process', () => {
       conversations: [{ userId: 1, id: 3, name: 'Seeded', model: 'gpt-4o', enableWeb: true, messages: [{ role: 'user', content: 'Hi' }] }],
     });
     event = await arrival(aliceEvents, performance.now());
-    expect(event.message.payload).toEqual({ data: { conversationEvents: { kind: 'CREATED', id: 3, conversation: { name: 'Seeded' } } } });
+    expect(event.message.payload).toEqual({
+      data: { conversationEvents: { kind: 'CREATED', number: 3, conversation: { name: 'Seeded' } } },
+    });
     delays.seed = event.ms;
 
     started = performance.now();
-    const renamed = await graphql(second, 'mutation { renameConversation(id: 1, name: "Lisbon in May") { ok } }', { authorization });
-    expect(renamed.body.data).toEqual({ renameConversation: { ok: true } });
+    const renamed = await graphql(second, 'mutation { renameConversationByNumber(number: 1, name: "Lisbon in May") { ok } }', {
+      authorization,
+    });
+    expect(renamed.body.data).toEqual({ renameConversationByNumber: { ok: true } });
     event = await arrival(aliceEvents, started);
     expect(event.message.payload).toEqual({
-      data: { conversationEvents: { kind: 'UPDATED', id: 1, conversation: { name: 'Lisbon in May' } } },
+      data: { conversationEvents: { kind: 'UPDATED', number: 1, conversation: { name: 'Lisbon in May' } } },
     });
     delays.rename = event.ms;
 
@@ -153,11 +157,11 @@ describe('two gateway processes on one embedded-db process', () => {
     expect(bobQuota.pending()).toEqual([]);
 
     // And Bob's own change reaches Bob alone.
-    await graphql(second, 'mutation { renameConversation(id: 1, name: "Bob renamed") { ok } }', {
+    await graphql(second, 'mutation { renameConversationByNumber(number: 1, name: "Bob renamed") { ok } }', {
       authorization: `Bearer ${await token(2)}`,
     });
     expect((await bobEvents.next()).payload).toEqual({
-      data: { conversationEvents: { kind: 'UPDATED', id: 1, conversation: { name: 'Bob renamed' } } },
+      data: { conversationEvents: { kind: 'UPDATED', number: 1, conversation: { name: 'Bob renamed' } } },
     });
     expect(aliceEvents.pending()).toEqual([]);
   });

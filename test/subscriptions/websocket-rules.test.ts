@@ -192,7 +192,7 @@ describe('what a socket may run', () => {
   it('caps the subscriptions one caller runs at once, over all their sockets', async () => {
     const other = await connectAs(gateway.url, `Bearer ${await gateway.token(1)}`);
     const first = socket.subscribe('subscription { quota }');
-    const second = other.subscribe('subscription { conversationEvents { id } }');
+    const second = other.subscribe('subscription { conversationEvents { number } }');
     expect((await first.next()).type).toBe('next');
     await expect.poll(() => subscriptionsRunning(gateway.url)).toBe(2);
     await expectRefused(other.subscribe('subscription { quota }'), 'TOO_MANY_SUBSCRIPTIONS', /at most 2 at once per caller/);

@@ -1,7 +1,6 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import type { ConversationRecord } from '../../conversations/conversation.model.js';
-import type { ConversationPage, RenameOutcome } from '../../conversations/conversation.service.js';
-import type { Outcome } from '../../shared/user-error.js';
+import type { ConversationPage, DeleteOutcome, RenameOutcome } from '../../conversations/conversation.service.js';
 import type { BuyOutcome } from '../../billing/billing.service.js';
 import type { ConversationChange } from '../../subscriptions/conversation-events.js';
 import type { RequestContext } from '../../context.js';
@@ -30,18 +29,20 @@ export type BuyPayload = {
 };
 
 /** A stored chat conversation. */
-export type Conversation = {
+export type Conversation = Node & {
   __typename?: 'Conversation';
   /** Whether web search was enabled most recently in this conversation. */
   enableWeb: Scalars['Boolean']['output'];
-  /** Identifier, unique among its owner's conversations and never reused. */
-  id: Scalars['Int']['output'];
+  /** Global identifier: opaque, stable, unique across types and users. Mutations take it. */
+  id: Scalars['ID']['output'];
   /** Messages in conversation order: an optional system message, then alternating user and assistant messages. */
   messages: Array<Message>;
   /** The model used most recently in this conversation. */
   model: Scalars['String']['output'];
   /** Title of the conversation. */
   name: Scalars['String']['output'];
+  /** Number of the conversation among its owner's conversations, never reused; the legacy REST endpoints call it `id`. */
+  number: Scalars['Int']['output'];
   /** Identifier of the owner. */
   userId: Scalars['Int']['output'];
 };
@@ -53,7 +54,7 @@ export type ConversationConnection = {
   edges: Array<ConversationEdge>;
   /** The conversations of this page, newest first. */
   nodes: Array<Conversation>;
-  /** Where this page ends and whether another follows. */
+  /** Where this page starts and ends, and whether others come before or after it. */
   pageInfo: PageInfo;
   /** How many conversations the caller has in all. */
   totalCount: Scalars['Int']['output'];
@@ -62,7 +63,7 @@ export type ConversationConnection = {
 /** A conversation with its position in the connection. */
 export type ConversationEdge = {
   __typename?: 'ConversationEdge';
-  /** Opaque cursor of this conversation; pass it as `after` to continue after it. */
+  /** Opaque cursor of this conversation; pass it as `after` to continue after it, or `before` to go back from it. */
   cursor: Scalars['String']['output'];
   /** The conversation. */
   node: Conversation;
@@ -76,10 +77,18 @@ export type ConversationEvent = {
    * been deleted since (its `DELETED` follows).
    */
   conversation?: Maybe<Conversation>;
-  /** The conversation's id. */
-  id: Scalars['Int']['output'];
+  /** The conversation's global id. */
+  conversationId: Scalars['ID']['output'];
+  /**
+   * The conversation's global id on `DELETED`, null otherwise: a client removes the conversation from
+   * its cache or lists on this field alone (Relay's `@deleteRecord` or `@deleteEdge`), as it adds one
+   * from `conversation` (`@prependNode`, which leaves a conversation already listed where it is).
+   */
+  deletedConversationId?: Maybe<Scalars['ID']['output']>;
   /** What happened to the conversation. */
   kind: ConversationEventKind;
+  /** The conversation's number among the caller's conversations. */
+  number: Scalars['Int']['output'];
 };
 
 /** Kinds of change to a conversation. */
@@ -100,9 +109,11 @@ export type DeleteAllConversationsPayload = {
   ok: Scalars['Boolean']['output'];
 };
 
-/** Result of `deleteConversation`. */
+/** Result of `deleteConversation` and `deleteConversationByNumber`. */
 export type DeleteConversationPayload = {
   __typename?: 'DeleteConversationPayload';
+  /** The global id of the conversation deleted, for removing it from a client's cache; null when `ok` is false. */
+  deletedConversationId?: Maybe<Scalars['ID']['output']>;
   /** Why nothing was deleted, when `ok` is false. */
   error?: Maybe<UserError>;
   /** True when the conversation was deleted. */
@@ -137,19 +148,29 @@ export type Mutation = {
    * purchase stays open, and its points are credited whenever the provider charges it, even hours later.
    */
   buy: BuyPayload;
-  /** Deletes all of the caller's conversations. Their ids are never given to another conversation. */
+  /** Deletes all of the caller's conversations. Their numbers are never given to another conversation. */
   deleteAllConversations: DeleteAllConversationsPayload;
   /**
-   * Deletes one of the caller's conversations. Its id is never given to another conversation.
-   * Answers `NOT_FOUND` when no conversation of the caller has this id.
+   * Deletes one of the caller's conversations. Its number is never given to another conversation.
+   * Answers `NOT_FOUND` when the id names no conversation of the caller.
    */
   deleteConversation: DeleteConversationPayload;
   /**
+   * `deleteConversation` for clients that name conversations by their number, as the legacy REST
+   * endpoints do. Answers `NOT_FOUND` when the caller has no conversation of this number.
+   */
+  deleteConversationByNumber: DeleteConversationPayload;
+  /**
    * Renames one of the caller's conversations; the name is stored exactly as given.
    * Answers `INVALID_INPUT` ("invalid name") for a name that is empty, blank or longer than 256 characters,
-   * and `NOT_FOUND` when no conversation of the caller has this id.
+   * and `NOT_FOUND` when the id names no conversation of the caller.
    */
   renameConversation: RenameConversationPayload;
+  /**
+   * `renameConversation` for clients that name conversations by their number, as the legacy REST
+   * endpoints do; the same rules and outcomes.
+   */
+  renameConversationByNumber: RenameConversationPayload;
 };
 
 
@@ -160,13 +181,33 @@ export type MutationBuyArgs = {
 
 
 export type MutationDeleteConversationArgs = {
-  id: Scalars['Int']['input'];
+  id: Scalars['ID']['input'];
+};
+
+
+export type MutationDeleteConversationByNumberArgs = {
+  number: Scalars['Int']['input'];
 };
 
 
 export type MutationRenameConversationArgs = {
-  id: Scalars['Int']['input'];
+  id: Scalars['ID']['input'];
   name: Scalars['String']['input'];
+};
+
+
+export type MutationRenameConversationByNumberArgs = {
+  name: Scalars['String']['input'];
+  number: Scalars['Int']['input'];
+};
+
+/** An object that `Query.node` fetches again by its global id (Relay's Global Object Identification). */
+export type Node = {
+  /**
+   * Global identifier: opaque, stable, and unique across types and users. `Query.node` fetches the
+   * object again by it.
+   */
+  id: Scalars['ID']['output'];
 };
 
 /** Pagination state of a connection, following the Relay cursor connection convention. */
@@ -174,17 +215,27 @@ export type PageInfo = {
   __typename?: 'PageInfo';
   /** Cursor of the last item of this page; pass it as `after` to get the next page. Null on an empty page. */
   endCursor?: Maybe<Scalars['String']['output']>;
-  /** Whether more items follow the last one of this page. */
+  /** Whether more items follow the last one of this page (within `before`, when given). */
   hasNextPage: Scalars['Boolean']['output'];
+  /** Whether more items come before the first one of this page (within `after`, when given). */
+  hasPreviousPage: Scalars['Boolean']['output'];
+  /** Cursor of the first item of this page; pass it as `before` to get the page before. Null on an empty page. */
+  startCursor?: Maybe<Scalars['String']['output']>;
 };
 
 export type Query = {
   __typename?: 'Query';
-  /** One of the caller's conversations. Null when no conversation has this id or it belongs to someone else. */
+  /**
+   * One of the caller's conversations by its number, as the legacy REST endpoints name it (`id`
+   * there). Null when the caller has no conversation of this number.
+   */
   conversation?: Maybe<Conversation>;
   /**
-   * The caller's conversations, newest (highest id) first.
-   * `first` defaults to 100 and is capped at 100; pass the previous page's `pageInfo.endCursor` as `after`.
+   * The caller's conversations, newest (highest number) first: a Relay cursor connection both ways.
+   * Forward: `first` after the cursor `after` (the previous page's `pageInfo.endCursor`). Backward:
+   * `last` before the cursor `before` (the next page's `pageInfo.startCursor`). `first` is 100 when
+   * neither `first` nor `last` is given; both are capped at 100, and they cannot be given together.
+   * A cursor stays valid after the conversation it names is deleted.
    */
   conversations: ConversationConnection;
   /**
@@ -195,6 +246,16 @@ export type Query = {
    */
   giftPackage: GiftPackage;
   /**
+   * The object with this global id (Relay's Global Object Identification). Null when no object has
+   * it, when it is not an id of this API, or when the object belongs to someone else.
+   */
+  node?: Maybe<Node>;
+  /**
+   * The objects with these global ids, in the same order; each is null where `node` would be.
+   * At most 100 ids; the caller's conversations among them are read in one database query.
+   */
+  nodes: Array<Maybe<Node>>;
+  /**
    * The caller's balance in points. On the official deployment, purchases of the caller left
    * unfinished (the provider's answer lost or late) are settled first, so a charge shows here.
    */
@@ -203,16 +264,28 @@ export type Query = {
 
 
 export type QueryConversationArgs = {
-  id: Scalars['Int']['input'];
+  number: Scalars['Int']['input'];
 };
 
 
 export type QueryConversationsArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
+  before?: InputMaybe<Scalars['String']['input']>;
   first?: InputMaybe<Scalars['Int']['input']>;
+  last?: InputMaybe<Scalars['Int']['input']>;
 };
 
-/** Result of `renameConversation`. */
+
+export type QueryNodeArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type QueryNodesArgs = {
+  ids: Array<Scalars['ID']['input']>;
+};
+
+/** Result of `renameConversation` and `renameConversationByNumber`. */
 export type RenameConversationPayload = {
   __typename?: 'RenameConversationPayload';
   /** The conversation with its new name, when `ok` is true. */
@@ -329,6 +402,10 @@ export type DirectiveResolverFn<TResult = Record<PropertyKey, never>, TParent = 
 
 
 
+/** Mapping of interface types */
+export type ResolversInterfaceTypes<_RefType extends Record<string, unknown>> = {
+  Node: ( ConversationRecord );
+};
 
 /** Mapping between all available schema types and the resolvers types */
 export type ResolversTypes = {
@@ -340,13 +417,15 @@ export type ResolversTypes = {
   ConversationEvent: ResolverTypeWrapper<ConversationChange>;
   ConversationEventKind: ConversationEventKind;
   DeleteAllConversationsPayload: ResolverTypeWrapper<DeleteAllConversationsPayload>;
-  DeleteConversationPayload: ResolverTypeWrapper<Outcome>;
+  DeleteConversationPayload: ResolverTypeWrapper<DeleteOutcome>;
   Float: ResolverTypeWrapper<Scalars['Float']['output']>;
   GiftPackage: ResolverTypeWrapper<GiftPackage>;
+  ID: ResolverTypeWrapper<Scalars['ID']['output']>;
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
   Message: ResolverTypeWrapper<Message>;
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
-  PageInfo: ResolverTypeWrapper<PageInfo>;
+  Node: ResolverTypeWrapper<ResolversInterfaceTypes<ResolversTypes>['Node']>;
+  PageInfo: ResolverTypeWrapper<ConversationPage>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   RenameConversationPayload: ResolverTypeWrapper<RenameOutcome>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
@@ -364,13 +443,15 @@ export type ResolversParentTypes = {
   ConversationEdge: Omit<ConversationEdge, 'node'> & { node: ResolversParentTypes['Conversation'] };
   ConversationEvent: ConversationChange;
   DeleteAllConversationsPayload: DeleteAllConversationsPayload;
-  DeleteConversationPayload: Outcome;
+  DeleteConversationPayload: DeleteOutcome;
   Float: Scalars['Float']['output'];
   GiftPackage: GiftPackage;
+  ID: Scalars['ID']['output'];
   Int: Scalars['Int']['output'];
   Message: Message;
   Mutation: Record<PropertyKey, never>;
-  PageInfo: PageInfo;
+  Node: ResolversInterfaceTypes<ResolversParentTypes>['Node'];
+  PageInfo: ConversationPage;
   Query: Record<PropertyKey, never>;
   RenameConversationPayload: RenameOutcome;
   String: Scalars['String']['output'];
@@ -386,11 +467,13 @@ export type BuyPayloadResolvers<ContextType = RequestContext, ParentType extends
 
 export type ConversationResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Conversation'] = ResolversParentTypes['Conversation']> = {
   enableWeb?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
-  id?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   messages?: Resolver<Array<ResolversTypes['Message']>, ParentType, ContextType>;
   model?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  number?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   userId?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  __isTypeOf?: IsTypeOfResolverFn<ParentType, ContextType>;
 };
 
 export type ConversationConnectionResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['ConversationConnection'] = ResolversParentTypes['ConversationConnection']> = {
@@ -407,8 +490,10 @@ export type ConversationEdgeResolvers<ContextType = RequestContext, ParentType e
 
 export type ConversationEventResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['ConversationEvent'] = ResolversParentTypes['ConversationEvent']> = {
   conversation?: Resolver<Maybe<ResolversTypes['Conversation']>, ParentType, ContextType>;
-  id?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  conversationId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  deletedConversationId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
   kind?: Resolver<ResolversTypes['ConversationEventKind'], ParentType, ContextType>;
+  number?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
 export type DeleteAllConversationsPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['DeleteAllConversationsPayload'] = ResolversParentTypes['DeleteAllConversationsPayload']> = {
@@ -417,6 +502,7 @@ export type DeleteAllConversationsPayloadResolvers<ContextType = RequestContext,
 };
 
 export type DeleteConversationPayloadResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['DeleteConversationPayload'] = ResolversParentTypes['DeleteConversationPayload']> = {
+  deletedConversationId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
   error?: Resolver<Maybe<ResolversTypes['UserError']>, ParentType, ContextType>;
   ok?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
 };
@@ -435,18 +521,28 @@ export type MutationResolvers<ContextType = RequestContext, ParentType extends R
   buy?: Resolver<ResolversTypes['BuyPayload'], ParentType, ContextType, RequireFields<MutationBuyArgs, 'quota'>>;
   deleteAllConversations?: Resolver<ResolversTypes['DeleteAllConversationsPayload'], ParentType, ContextType>;
   deleteConversation?: Resolver<ResolversTypes['DeleteConversationPayload'], ParentType, ContextType, RequireFields<MutationDeleteConversationArgs, 'id'>>;
+  deleteConversationByNumber?: Resolver<ResolversTypes['DeleteConversationPayload'], ParentType, ContextType, RequireFields<MutationDeleteConversationByNumberArgs, 'number'>>;
   renameConversation?: Resolver<ResolversTypes['RenameConversationPayload'], ParentType, ContextType, RequireFields<MutationRenameConversationArgs, 'id' | 'name'>>;
+  renameConversationByNumber?: Resolver<ResolversTypes['RenameConversationPayload'], ParentType, ContextType, RequireFields<MutationRenameConversationByNumberArgs, 'name' | 'number'>>;
+};
+
+export type NodeResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Node'] = ResolversParentTypes['Node']> = {
+  __resolveType: TypeResolveFn<'Conversation', ParentType, ContextType>;
 };
 
 export type PageInfoResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['PageInfo'] = ResolversParentTypes['PageInfo']> = {
   endCursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   hasNextPage?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  hasPreviousPage?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  startCursor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
 };
 
 export type QueryResolvers<ContextType = RequestContext, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = {
-  conversation?: Resolver<Maybe<ResolversTypes['Conversation']>, ParentType, ContextType, RequireFields<QueryConversationArgs, 'id'>>;
-  conversations?: Resolver<ResolversTypes['ConversationConnection'], ParentType, ContextType, RequireFields<QueryConversationsArgs, 'first'>>;
+  conversation?: Resolver<Maybe<ResolversTypes['Conversation']>, ParentType, ContextType, RequireFields<QueryConversationArgs, 'number'>>;
+  conversations?: Resolver<ResolversTypes['ConversationConnection'], ParentType, ContextType, Partial<QueryConversationsArgs>>;
   giftPackage?: Resolver<ResolversTypes['GiftPackage'], ParentType, ContextType>;
+  node?: Resolver<Maybe<ResolversTypes['Node']>, ParentType, ContextType, RequireFields<QueryNodeArgs, 'id'>>;
+  nodes?: Resolver<Array<Maybe<ResolversTypes['Node']>>, ParentType, ContextType, RequireFields<QueryNodesArgs, 'ids'>>;
   quota?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
 };
 
@@ -477,6 +573,7 @@ export type Resolvers<ContextType = RequestContext> = {
   GiftPackage?: GiftPackageResolvers<ContextType>;
   Message?: MessageResolvers<ContextType>;
   Mutation?: MutationResolvers<ContextType>;
+  Node?: NodeResolvers<ContextType>;
   PageInfo?: PageInfoResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
   RenameConversationPayload?: RenameConversationPayloadResolvers<ContextType>;

@@ -23,13 +23,13 @@ if (!values.port || !values.uri || !values.secret) throw new Error('usage: apoll
 const typeDefs = `#graphql
   type Query {
     conversations(first: Int = 100): ConversationConnection!
-    conversation(id: Int!): Conversation
+    conversation(number: Int!): Conversation
   }
   type ConversationConnection {
     nodes: [Conversation!]!
   }
   type Conversation {
-    id: Int!
+    number: Int!
     userId: Int!
     name: String!
     messages: [Message!]!
@@ -62,9 +62,10 @@ const resolvers = {
         .limit(Math.min(Math.max(first, 0), 100))
         .lean(),
     }),
-    conversation: (_: unknown, { id }: { id: number }, { byId }: Context) => byId.load(id),
+    conversation: (_: unknown, { number }: { number: number }, { byId }: Context) => byId.load(number),
   },
   Conversation: {
+    number: (conversation: ConversationRecord) => conversation.id,
     messages: (conversation: ConversationRecord, _: unknown, { messagesById }: Context) =>
       conversation.messages ?? messagesById.load(conversation.id),
   },

@@ -1,0 +1,8 @@
+import { graphql } from 'relay-runtime';
+
+/** The screen's query: the side bar's page of conversations, wherever it starts. */
+export const appQuery = graphql`
+  query AppQuery($first: Int, $after: String, $last: Int, $before: String) {
+    ...ConversationList_query @arguments(first: $first, after: $after, last: $last, before: $before)
+  }
+`;
