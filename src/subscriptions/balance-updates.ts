@@ -18,8 +18,20 @@ export interface BalanceChange {
   receivedAt: number;
 }
 
+/**
+ * One value of a user's balance as a subscriber is sent it. Subscribers of one user that apply
+ * one change alike get one object for it (see `SharedExecutions`); a value read from the
+ * database is an object of its own.
+ */
+export interface BalanceEvent {
+  readonly points: number;
+}
+
 /** Changes a slow subscriber may have waiting; past that, it reads the balance again instead. */
 const INBOX_CAPACITY = 100;
+
+/** The event each change led to, by change (the object the feed hands to every listener of its user). */
+const eventsByChange = new WeakMap<BalanceChange, BalanceEvent>();
 
 /**
  * The change stream of the users collection: inserts and replacements, and updates that write
@@ -102,24 +114,26 @@ export async function balanceUpdates(
   feed: ChangeFeed<BalanceChange>,
   accounts: AccountStore,
   userId: number,
-): Promise<AsyncIterableIterator<number>> {
+): Promise<AsyncIterableIterator<BalanceEvent>> {
   const inbox = new Inbox<BalanceChange>(INBOX_CAPACITY);
   const stopListening = await feed.listen(userId, inbox);
-  async function* points(): AsyncGenerator<number> {
+  async function* points(): AsyncGenerator<BalanceEvent> {
     let readStartedAt = performance.now();
     let { balance, at } = await accounts.balanceAt(userId);
     let sent = total(balance);
-    yield microsToPoints(sent);
+    yield { points: microsToPoints(sent) };
     for await (const change of inbox) {
+      let applied: BalanceChange | undefined;
       if (change !== MISSED && at !== undefined && change.at.greaterThan(at)) {
         balance = { ...balance, ...change.written };
+        applied = change;
       } else if (change === MISSED || at === undefined || change.receivedAt >= readStartedAt) {
         readStartedAt = performance.now();
         ({ balance, at } = await accounts.balanceAt(userId));
       }
       if (total(balance) !== sent) {
         sent = total(balance);
-        yield microsToPoints(sent);
+        yield eventOf(applied, microsToPoints(sent));
       }
     }
   }
@@ -127,6 +141,15 @@ export async function balanceUpdates(
     stopListening();
     inbox.close();
   });
+}
+
+/** The event of a value: the one of `change` when it led to this value, a new object otherwise (a value read, or a change applied to another balance). */
+function eventOf(change: BalanceChange | undefined, points: number): BalanceEvent {
+  const known = change && eventsByChange.get(change);
+  if (known?.points === points) return known;
+  const event = { points };
+  if (change !== undefined && known === undefined) eventsByChange.set(change, event);
+  return event;
 }
 
 const total = ({ micros, legacyMicros }: StoredBalance): number => micros + legacyMicros;

@@ -1,12 +1,13 @@
 import type { Resolvers } from '../graphql/generated/resolvers.js';
 import { toGlobalId } from '../graphql/global-id.js';
+import type { BalanceEvent } from './balance-updates.js';
 import type { ConversationChange } from './conversation-events.js';
 
 export const subscriptionResolvers: Resolvers = {
   Subscription: {
     quota: {
       subscribe: (_, __, { subscriptions }) => subscriptions.balance(),
-      resolve: (points: number) => points,
+      resolve: ({ points }: BalanceEvent) => points,
     },
     conversationEvents: {
       subscribe: (_, __, { subscriptions }) => subscriptions.conversationEvents(),

@@ -1,6 +1,6 @@
 import type { AccountStore } from '../accounts/account.store.js';
 import { subscriptionsUnavailable } from '../errors.js';
-import { type BalanceChange, balanceUpdates } from './balance-updates.js';
+import { type BalanceChange, type BalanceEvent, balanceUpdates } from './balance-updates.js';
 import type { ChangeFeed } from './change-feed.js';
 import { type ConversationChange, conversationChanges } from './conversation-events.js';
 
@@ -17,7 +17,7 @@ export class SubscriptionService {
     private readonly userId: number,
   ) {}
 
-  balance(): Promise<AsyncIterableIterator<number>> {
+  balance(): Promise<AsyncIterableIterator<BalanceEvent>> {
     const feeds = this.available();
     return balanceUpdates(feeds.balances, this.accounts, this.userId);
   }

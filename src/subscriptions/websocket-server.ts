@@ -30,6 +30,7 @@ import { checkOrigin } from '../security/cross-origin.js';
 import { addressKey, type RateLimits } from '../security/rate-limit.js';
 import type { DocumentReference } from '../security/trusted-documents.js';
 import { type BoundedWebSocket, boundedWebSocketClass } from './bounded-websocket.js';
+import { SharedExecutions } from './shared-executions.js';
 import { CallerSubscriptions, SocketOperations } from './socket-operations.js';
 import type { SubscriptionMetrics } from './subscription-metrics.js';
 
@@ -347,9 +348,12 @@ function subscribeChecks(options: SubscriptionServerOptions) {
 /**
  * Opens a subscription's event stream, then runs each event through the pipeline's execute
  * stage with a context (and an observation) of its own, so that DataLoaders never answer from an
- * earlier event. The subscribe message's observation ends once its stream is open, or refused.
+ * earlier event. The subscriptions that get one event object alike share that one execution (see
+ * `SharedExecutions`): it is observed once, as one operation. The subscribe message's observation
+ * ends once its stream is open, or refused.
  */
 function subscribeEach({ pipeline, createContext }: SubscriptionServerOptions) {
+  const shared = new SharedExecutions(pipeline.schema);
   return async function subscribe(args: ExecutionArgs): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> {
     const { caller, requestId, observation } = args.contextValue as RequestContext;
     const source = await createSourceEventStream(args);
@@ -362,6 +366,14 @@ function subscribeEach({ pipeline, createContext }: SubscriptionServerOptions) {
     const { document } = args;
     const operation = getOperationAST(document, args.operationName)!;
     const variables = args.variableValues ?? undefined;
+    const sharing = shared.keyOf(operation, variables, caller.userId);
+    const execute = async (rootValue: unknown): Promise<ExecutionResult> => {
+      const context = createContext(caller, requestId, pipeline.observer.start('websocket', requestId));
+      context.observation.resolved(operation);
+      const result = await pipeline.execution.execute({ document, operation, context, variables, rootValue });
+      context.observation.finished(result.errors);
+      return result;
+    };
     const events = source[Symbol.asyncIterator]();
     const results: AsyncIterableIterator<ExecutionResult> = {
       async next() {
@@ -372,10 +384,7 @@ function subscribeEach({ pipeline, createContext }: SubscriptionServerOptions) {
           throw failureOf(error);
         }
         if (event.done) return { value: undefined, done: true };
-        const context = createContext(caller, requestId, pipeline.observer.start('websocket', requestId));
-        const result = await pipeline.execution.execute({ document, operation, context, variables, rootValue: event.value });
-        context.observation.finished(result.errors);
-        return { value: result, done: false };
+        return { value: await shared.run(event.value, sharing, () => execute(event.value)), done: false };
       },
       async return() {
         await events.return?.();
