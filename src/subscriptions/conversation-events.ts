@@ -74,13 +74,15 @@ export async function conversationChanges(
 ): Promise<AsyncIterableIterator<ConversationChange>> {
   const inbox = new Inbox<ConversationChange>(INBOX_CAPACITY);
   const stopListening = await feed.listen(userId, inbox);
-  async function* changes(): AsyncGenerator<ConversationChange> {
-    for await (const change of inbox) {
-      if (change === MISSED) throw eventsLost('the change stream lost its place, or this client read too slowly');
-      yield change;
-    }
-  }
-  return endingWith(changes(), () => {
+  const changes: AsyncIterator<ConversationChange> = {
+    next: () =>
+      inbox.next().then((result) => {
+        if (result.value === MISSED) throw eventsLost('the change stream lost its place, or this client read too slowly');
+        return result as IteratorResult<ConversationChange>;
+      }),
+    return: () => inbox.return() as Promise<IteratorResult<ConversationChange>>,
+  };
+  return endingWith(changes, () => {
     stopListening();
     inbox.close();
   });

@@ -3,7 +3,7 @@
  * cleanup runs before `source.return()`, so that a generator waiting for its next change (an
  * inbox that `cleanup` closes) gets to finish instead of waiting for a change that never comes.
  */
-export function endingWith<T>(source: AsyncGenerator<T>, cleanup: () => void): AsyncIterableIterator<T> {
+export function endingWith<T>(source: AsyncIterator<T>, cleanup: () => void): AsyncIterableIterator<T> {
   let ended = false;
   const end = () => {
     if (ended) return;
@@ -11,19 +11,20 @@ export function endingWith<T>(source: AsyncGenerator<T>, cleanup: () => void): A
     cleanup();
   };
   return {
-    async next() {
-      try {
-        const result = await source.next();
-        if (result.done) end();
-        return result;
-      } catch (error) {
-        end();
-        throw error;
-      }
-    },
-    async return() {
+    next: () =>
+      source.next().then(
+        (result) => {
+          if (result.done) end();
+          return result;
+        },
+        (error: unknown) => {
+          end();
+          throw error;
+        },
+      ),
+    return() {
       end();
-      return source.return(undefined);
+      return source.return?.() ?? Promise.resolve({ value: undefined, done: true });
     },
     [Symbol.asyncIterator]() {
       return this;
