@@ -246,7 +246,6 @@ async function openDoors(parts: Parts, { restRoutes, httpServer, metrics, pipeli
     caps: config.subscriptionCaps,
     clientAddress: (request) => proxyAddress(request, app.get('trust proxy fn')),
     corsOrigins: config.corsOrigins,
-    production: config.production,
     metrics: subscriptions.metrics,
   });
   await listen(httpServer, config.port, config.host);

@@ -47,6 +47,7 @@ export function boundedWebSocketClass(limits: SocketLimits, clock: Pick<Clock, '
     /** Why the server ended this socket itself, if it did. */
     endedFor: EndedFor | undefined;
     private unsentMessages = 0;
+    private awaitingPong = false;
     private readonly withinRate = messageRate(limits.messagesPerSecond, clock);
 
     override send(data: Parameters<WebSocket['send']>[0], optionsOrCallback?: SendOptions | SendCallback, callback?: SendCallback): void {
@@ -63,10 +64,19 @@ export function boundedWebSocketClass(limits: SocketLimits, clock: Pick<Clock, '
       if (!this.holdsTooMuch()) super.ping(...args);
     }
 
+    /** One keep-alive beat: a socket that did not answer the last beat's ping is dropped, any other pinged. */
+    keepAlive(): void {
+      if (this.readyState !== WebSocket.OPEN) return;
+      if (this.awaitingPong) return this.terminate();
+      this.awaitingPong = true;
+      this.ping();
+    }
+
     /** Every message and control frame the client sends passes here before any listener sees it. */
     override emit(event: string | symbol, ...args: unknown[]): boolean {
       if (event === 'message' || event === 'ping' || event === 'pong') {
         if (this.readyState !== WebSocket.OPEN) return false;
+        if (event === 'pong') this.awaitingPong = false;
         if (!this.withinRate()) {
           this.endedFor = 'too many messages';
           this.close(POLICY_VIOLATION, `too many messages: at most ${limits.messagesPerSecond} a second`);

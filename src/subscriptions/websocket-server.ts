@@ -13,9 +13,8 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
-import { CloseCode, type Context, type SubscribePayload } from 'graphql-ws';
-import { type Extra, useServer } from 'graphql-ws/use/ws';
-import { type Server as WebSocketServerOf, type ServerOptions, type WebSocket, WebSocketServer } from 'ws';
+import { CloseCode, type Context, handleProtocols, makeServer, type Server as ProtocolServer, type SubscribePayload } from 'graphql-ws';
+import { type Server as WebSocketServerOf, type ServerOptions, WebSocketServer } from 'ws';
 
 import type { Authenticator, Caller } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
@@ -30,13 +29,14 @@ import { checkOrigin } from '../security/cross-origin.js';
 import { addressKey, type RateLimits } from '../security/rate-limit.js';
 import type { DocumentReference } from '../security/trusted-documents.js';
 import { type BoundedWebSocket, boundedWebSocketClass } from './bounded-websocket.js';
+import { openProtocol } from './protocol-socket.js';
 import { SharedExecutions } from './shared-executions.js';
 import { CallerSubscriptions, SocketOperations } from './socket-operations.js';
 import type { SubscriptionMetrics } from './subscription-metrics.js';
 
 /** The path subscriptions are served on: the GraphQL endpoint itself. */
 const GRAPHQL_PATH = '/graphql';
-/** How often each socket is pinged; a socket that does not answer within as long again is dropped. */
+/** How often every socket is pinged; a socket that does not answer before the next beat is dropped. */
 const KEEP_ALIVE_MS = 12_000;
 /** How long a socket the server closes may take to answer with its close frame before it is cut (ws waits 30 s). */
 const CLOSE_GRACE_MS = 2_000;
@@ -76,7 +76,6 @@ export interface SubscriptionServerOptions {
   clientAddress(request: IncomingMessage): string | undefined;
   /** Browser origins allowed besides the server's own (`CORS_ORIGINS`). */
   corsOrigins: readonly string[];
-  production: boolean;
   clock: Clock;
   metrics: SubscriptionMetrics;
   logger: Logger;
@@ -87,8 +86,9 @@ export interface SubscriptionServer {
   close(): Promise<void>;
 }
 
-/** What this server keeps about one socket. */
+/** What this server keeps about one socket: the `extra` of its graphql-ws context. */
 interface SocketState {
+  socket: BoundedWebSocket;
   caller?: Caller;
   cancelExpiry?: () => void;
   /** Its subscribe messages, from their arrival until their subscriptions end. */
@@ -99,7 +99,6 @@ interface SocketState {
 interface Door {
   options: SubscriptionServerOptions;
   websockets: WebSocketServerOf<ReturnType<typeof boundedWebSocketClass>>;
-  states: WeakMap<WebSocket, SocketState>;
   socketsByAddress: Map<string, number>;
   callers: CallerSubscriptions;
   /** The request id of each refusal, by the errors graphql-ws hands back to `onError`: it names the refusal in the log and the answer. */
@@ -119,9 +118,9 @@ interface SubscriptionRequest {
   observation: Observation | undefined;
 }
 
-type SocketContext = Context<Record<string, unknown>, Extra>;
-/** graphql-ws's options for `ws`: its hooks. */
-type ProtocolOptions = Parameters<typeof useServer<Record<string, unknown>>>[0];
+type SocketContext = Context<Record<string, unknown>, SocketState>;
+/** graphql-ws's options: its hooks. */
+type ProtocolOptions = Parameters<typeof makeServer<Record<string, unknown>, SocketState>>[0];
 
 /**
  * GraphQL subscriptions over WebSocket (graphql-ws, subprotocol `graphql-transport-ws`) on the
@@ -141,23 +140,31 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
     noServer: true,
     maxPayload: BODY_LIMIT_BYTES,
     WebSocket: boundedWebSocketClass(limits, options.clock),
+    handleProtocols,
     // ws 8.23's option (not yet in its type definitions): a socket that does not answer a close frame is cut.
     closeTimeout: CLOSE_GRACE_MS,
   };
   const door: Door = {
     options,
     websockets: new WebSocketServer<ReturnType<typeof boundedWebSocketClass>>(serverOptions),
-    states: new WeakMap(),
     socketsByAddress: new Map(),
     callers: new CallerSubscriptions(options.caps.subscriptionsPerCaller),
     refusals: new WeakMap(),
     closing: false,
   };
-  routeUpgrades(options.httpServer, isGraphqlWebSocket, (request, socket, head) => void acceptSocket(door, request, socket, head));
-  useServer<Record<string, unknown>>(protocolOptions(door), door.websockets, KEEP_ALIVE_MS);
+  const protocol = makeServer(protocolOptions(door));
+  routeUpgrades(
+    options.httpServer,
+    isGraphqlWebSocket,
+    (request, socket, head) => void acceptSocket(door, protocol, request, socket, head),
+  );
+  const keepAlive = setInterval(() => {
+    for (const websocket of door.websockets.clients) websocket.keepAlive();
+  }, KEEP_ALIVE_MS).unref();
   return {
     async close() {
       door.closing = true;
+      clearInterval(keepAlive);
       // Resolves once the last socket has closed: each within CLOSE_GRACE_MS of its close frame.
       const closed = new Promise<void>((resolve) => door.websockets.close(() => resolve()));
       for (const websocket of door.websockets.clients) websocket.close(GOING_AWAY, 'server stopping');
@@ -177,8 +184,14 @@ function isGraphqlWebSocket(request: IncomingMessage): boolean {
   );
 }
 
-/** Opens a socket once its origin, its address's rate and its address's count of sockets allow it. */
-async function acceptSocket(door: Door, request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+/** Opens a socket once its origin, its address's rate and its address's count of sockets allow it, and hands it to graphql-ws. */
+async function acceptSocket(
+  door: Door,
+  protocol: ProtocolServer<SocketState>,
+  request: IncomingMessage,
+  socket: Duplex,
+  head: Buffer,
+): Promise<void> {
   const { options, websockets } = door;
   // Counted as the rate limits count addresses: an IPv6 client by its /64, inside which it can rotate freely.
   const address = addressKey(options.clientAddress(request));
@@ -192,13 +205,10 @@ async function acceptSocket(door: Door, request: IncomingMessage, socket: Duplex
     return;
   }
   websockets.handleUpgrade(request, socket, head, (websocket) => {
-    track(door, websocket, address);
-    websockets.emit('connection', websocket, request);
-    // A client's protocol error (a message over the size limit, a bad frame) closes its socket with
-    // the right code already (1009, 1002); graphql-ws would also print it to the console as a server fault.
-    websocket
-      .removeAllListeners('error')
-      .on('error', (error) => options.logger.debug({ err: error, address }, 'WebSocket closed for a protocol error'));
+    const state = track(door, websocket, address);
+    // A client's protocol error (a message over the size limit, a bad frame) closes its socket with the right code already (1009, 1002).
+    websocket.on('error', (error) => options.logger.debug({ err: error, address }, 'WebSocket closed for a protocol error'));
+    openProtocol(protocol, websocket, state, options.logger);
     if (door.closing) websocket.close(GOING_AWAY, 'server stopping');
   });
 }
@@ -208,10 +218,9 @@ async function acceptSocket(door: Door, request: IncomingMessage, socket: Duplex
  * its cause, ends everything it holds at once, before graphql-ws hears of it: its operations at
  * any stage (their per-caller count, gauge and change-feed listeners), and its expiry timer.
  */
-function track(door: Door, websocket: BoundedWebSocket, address: string): void {
+function track(door: Door, websocket: BoundedWebSocket, address: string): SocketState {
   const { metrics, logger } = door.options;
-  const state: SocketState = { operations: new SocketOperations(door.callers, metrics) };
-  door.states.set(websocket, state);
+  const state: SocketState = { socket: websocket, operations: new SocketOperations(door.callers, metrics) };
   door.socketsByAddress.set(address, (door.socketsByAddress.get(address) ?? 0) + 1);
   metrics.websocketOpened();
   websocket.once('close', (code, reason) => {
@@ -224,18 +233,18 @@ function track(door: Door, websocket: BoundedWebSocket, address: string): void {
     if (websocket.endedFor === undefined) logger.debug({ address, code, reason: reason.toString() }, 'WebSocket closed');
     else logger.info({ address, code, endedFor: websocket.endedFor }, `WebSocket ended by the server: ${websocket.endedFor}`);
   });
+  return state;
 }
 
 /** graphql-ws's hooks: the socket's credential, then each subscribe message's checks and lifecycle. */
 function protocolOptions(door: Door): ProtocolOptions {
   const { options } = door;
-  const stateOf = (context: SocketContext): SocketState => door.states.get(context.extra.socket)!;
+  const stateOf = (context: SocketContext): SocketState => context.extra;
   const check = subscribeChecks(options);
   const { format } = options.pipeline;
   return {
     schema: options.pipeline.schema,
     subscribe: subscribeEach(options),
-    isProd: options.production,
     onConnect: (context) => authenticate(options, stateOf(context), context),
     onSubscribe: (context, id, payload) => startOperation(door, stateOf(context), check, context, id, payload),
     onOperation(context, _id, payload, _args, result) {
