@@ -5,8 +5,7 @@ import { microsToPoints } from '../accounts/points.js';
 import { legacyMicros } from '../accounts/user.model.js';
 import type { Logger } from '../logger.js';
 import { ChangeFeed, type FeedObserver } from './change-feed.js';
-import { Inbox, MISSED } from './inbox.js';
-import { endingWith } from './iterators.js';
+import { MISSED } from './inbox.js';
 
 /** What one write left of a user's balance (the fields it wrote), and when that write happened. */
 export interface BalanceChange {
@@ -115,32 +114,42 @@ export async function balanceUpdates(
   accounts: AccountStore,
   userId: number,
 ): Promise<AsyncIterableIterator<BalanceEvent>> {
-  const inbox = new Inbox<BalanceChange>(INBOX_CAPACITY);
-  const stopListening = await feed.listen(userId, inbox);
+  const inbox = await feed.inbox(userId, INBOX_CAPACITY);
   async function* points(): AsyncGenerator<BalanceEvent> {
-    let readStartedAt = performance.now();
-    let { balance, at } = await accounts.balanceAt(userId);
-    let sent = total(balance);
-    yield { points: microsToPoints(sent) };
-    for await (const change of inbox) {
-      let applied: BalanceChange | undefined;
-      if (change !== MISSED && at !== undefined && change.at.greaterThan(at)) {
-        balance = { ...balance, ...change.written };
-        applied = change;
-      } else if (change === MISSED || at === undefined || change.receivedAt >= readStartedAt) {
-        readStartedAt = performance.now();
-        ({ balance, at } = await accounts.balanceAt(userId));
+    try {
+      let readStartedAt = performance.now();
+      let { balance, at } = await accounts.balanceAt(userId);
+      let sent = total(balance);
+      yield { points: microsToPoints(sent) };
+      for await (const change of inbox) {
+        let applied: BalanceChange | undefined;
+        if (change !== MISSED && at !== undefined && change.at.greaterThan(at)) {
+          balance = { ...balance, ...change.written };
+          applied = change;
+        } else if (change === MISSED || at === undefined || change.receivedAt >= readStartedAt) {
+          readStartedAt = performance.now();
+          ({ balance, at } = await accounts.balanceAt(userId));
+        }
+        if (total(balance) !== sent) {
+          sent = total(balance);
+          yield eventOf(applied, microsToPoints(sent));
+        }
       }
-      if (total(balance) !== sent) {
-        sent = total(balance);
-        yield eventOf(applied, microsToPoints(sent));
-      }
+    } finally {
+      inbox.close();
     }
   }
-  return endingWith(points(), () => {
-    stopListening();
-    inbox.close();
-  });
+  const updates = points();
+  const stream: AsyncIterableIterator<BalanceEvent> = {
+    next: () => updates.next(),
+    // The inbox closes first, so that a generator waiting for its next change ends at once rather than at the next change.
+    return: () => {
+      inbox.close();
+      return updates.return(undefined);
+    },
+    [Symbol.asyncIterator]: () => stream,
+  };
+  return stream;
 }
 
 /** The event of a value: the one of `change` when it led to this value, a new object otherwise (a value read, or a change applied to another balance). */

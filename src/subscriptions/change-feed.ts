@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type ChangeStream, type ChangeStreamOptions, type Collection, type Document, MongoServerError, type ResumeToken } from 'mongodb';
 
 import type { Logger } from '../logger.js';
-import { MISSED, type Missed } from './inbox.js';
+import { Inbox, MISSED, type Missed } from './inbox.js';
 
 /** Where a feed's changes go: a subscription's inbox. */
 export interface FeedListener<Change> {
@@ -83,7 +83,7 @@ export class ChangeFeed<Change> {
    * Adds a listener for `owner`'s changes. Resolves once the stream is open: every change
    * committed after that reaches the listener. Answers the function that removes it.
    */
-  async listen(owner: number, listener: FeedListener<Change>): Promise<() => void> {
+  private async listen(owner: number, listener: FeedListener<Change>): Promise<() => void> {
     if (this.closed) throw new Error(`the change feed on ${this.name} is closed`);
     let owned = this.listeners.get(owner);
     if (owned === undefined) this.listeners.set(owner, (owned = new Set()));
@@ -101,6 +101,16 @@ export class ChangeFeed<Change> {
       throw error;
     }
     return remove;
+  }
+
+  /**
+   * A new inbox of `owner`'s changes, holding at most `capacity` of them (see `Inbox`). Resolves
+   * once the stream is open: every change committed after that reaches it, until it is closed.
+   */
+  async inbox(owner: number, capacity: number): Promise<Inbox<Change>> {
+    const inbox = new Inbox<Change>(capacity);
+    inbox.whenClosed(await this.listen(owner, inbox));
+    return inbox;
   }
 
   /** Closes the stream for good; listeners get nothing more. */

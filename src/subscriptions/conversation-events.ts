@@ -5,8 +5,7 @@ import { eventsLost } from '../errors.js';
 import type { ConversationEventKind } from '../graphql/generated/resolvers.js';
 import type { Logger } from '../logger.js';
 import { ChangeFeed, type FeedObserver } from './change-feed.js';
-import { Inbox, MISSED } from './inbox.js';
-import { endingWith } from './iterators.js';
+import { type Inbox, MISSED, type Missed } from './inbox.js';
 
 /** What happened to one conversation (its owner and number); the schema's `ConversationEvent` resolves the conversation itself. */
 export interface ConversationChange {
@@ -72,20 +71,35 @@ export async function conversationChanges(
   feed: ChangeFeed<ConversationChange>,
   userId: number,
 ): Promise<AsyncIterableIterator<ConversationChange>> {
-  const inbox = new Inbox<ConversationChange>(INBOX_CAPACITY);
-  const stopListening = await feed.listen(userId, inbox);
-  const changes: AsyncIterator<ConversationChange> = {
-    next: () =>
-      inbox.next().then((result) => {
-        if (result.value === MISSED) throw eventsLost('the change stream lost its place, or this client read too slowly');
-        return result as IteratorResult<ConversationChange>;
-      }),
-    return: () => inbox.return() as Promise<IteratorResult<ConversationChange>>,
+  return new ConversationChanges(await feed.inbox(userId, INBOX_CAPACITY));
+}
+
+/**
+ * What a subscriber's inbox holds, as its stream of changes. Whichever way it ends (its consumer
+ * ends it, or changes were missed) its inbox closes, which stops its feed listener. A class, so
+ * that each of thousands of idle subscriptions holds one small object rather than closures.
+ */
+class ConversationChanges implements AsyncIterableIterator<ConversationChange> {
+  constructor(private readonly inbox: Inbox<ConversationChange>) {}
+
+  next(): Promise<IteratorResult<ConversationChange>> {
+    return this.inbox.next().then(this.delivered);
+  }
+
+  return(): Promise<IteratorResult<ConversationChange>> {
+    this.inbox.close();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  private readonly delivered = (result: IteratorResult<ConversationChange | Missed>): IteratorResult<ConversationChange> => {
+    if (result.value !== MISSED) return result as IteratorResult<ConversationChange>;
+    this.inbox.close();
+    throw eventsLost('the change stream lost its place, or this client read too slowly');
   };
-  return endingWith(changes, () => {
-    stopListening();
-    inbox.close();
-  });
 }
 
 /**

@@ -12,8 +12,15 @@ export class Inbox<T> implements AsyncIterableIterator<T | Missed> {
   private queue: (T | Missed)[] = [];
   private waiting: ((result: IteratorResult<T | Missed>) => void) | undefined;
   private closed = false;
+  private stop: (() => void) | undefined;
 
   constructor(private readonly capacity: number) {}
+
+  /** Runs `stop` once it closes (at once when it is closed already): its feed stops filling it. */
+  whenClosed(stop: () => void): void {
+    if (this.closed) stop();
+    else this.stop = stop;
+  }
 
   push(item: T | Missed): void {
     if (this.closed) return;
@@ -35,10 +42,13 @@ export class Inbox<T> implements AsyncIterableIterator<T | Missed> {
   }
 
   close(): void {
+    if (this.closed) return;
     this.closed = true;
     this.queue = [];
     this.waiting?.({ value: undefined, done: true });
     this.waiting = undefined;
+    this.stop?.();
+    this.stop = undefined;
   }
 
   async return(): Promise<IteratorResult<T | Missed>> {

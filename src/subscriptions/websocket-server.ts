@@ -399,24 +399,43 @@ function subscribeEach({ pipeline, createContext }: SubscriptionServerOptions) {
       context.observation.finished(result.errors);
       return result;
     };
-    const events = source[Symbol.asyncIterator]();
-    const resultOf = (event: IteratorResult<unknown>): IteratorResult<ExecutionResult> | Promise<IteratorResult<ExecutionResult>> =>
-      event.done
-        ? { value: undefined, done: true }
-        : shared.run(event.value, sharing, () => execute(event.value)).then((value) => ({ value, done: false }));
-    const results: AsyncIterableIterator<ExecutionResult> = {
-      next: () =>
-        events.next().then(resultOf, (error: unknown) => {
-          throw failureOf(error);
-        }),
-      async return() {
-        await events.return?.();
-        return { value: undefined, done: true };
-      },
-      [Symbol.asyncIterator]: () => results,
-    };
-    return results;
+    const run = (event: unknown) => shared.run(event, sharing, () => execute(event));
+    return new SubscriptionResults(source[Symbol.asyncIterator](), run);
   };
+}
+
+/**
+ * A subscription's results: each event of its stream, run. A class, so that each of thousands of
+ * idle subscriptions holds one small object rather than closures. A failure of the stream itself
+ * (a change feed that lost its place) is answered as its failure kind.
+ */
+class SubscriptionResults implements AsyncIterableIterator<ExecutionResult> {
+  constructor(
+    private readonly events: AsyncIterator<unknown>,
+    private readonly run: (event: unknown) => Promise<ExecutionResult>,
+  ) {}
+
+  next(): Promise<IteratorResult<ExecutionResult>> {
+    return this.events.next().then(this.resultOf, asFailure);
+  }
+
+  async return(): Promise<IteratorResult<ExecutionResult>> {
+    await this.events.return?.();
+    return { value: undefined, done: true };
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  private readonly resultOf = (
+    event: IteratorResult<unknown>,
+  ): IteratorResult<ExecutionResult> | Promise<IteratorResult<ExecutionResult>> =>
+    event.done ? { value: undefined, done: true } : this.run(event.value).then((value) => ({ value, done: false }));
+}
+
+function asFailure(error: unknown): never {
+  throw failureOf(error);
 }
 
 /**
