@@ -242,9 +242,11 @@ function protocolOptions(door: Door): ProtocolOptions {
   const stateOf = (context: SocketContext): SocketState => context.extra;
   const check = subscribeChecks(options);
   const { format } = options.pipeline;
+  // An internal error names the request whose log line tells of it: for an event's result, the subscription that ran it.
+  const ranBy = new WeakMap<ExecutionResult, string>();
   return {
     schema: options.pipeline.schema,
-    subscribe: subscribeEach(options),
+    subscribe: subscribeEach(options, ranBy),
     onConnect: (context) => authenticate(options, stateOf(context), context),
     onSubscribe: (context, id, payload) => startOperation(door, stateOf(context), check, context, id, payload),
     onOperation(context, _id, payload, _args, result) {
@@ -256,10 +258,8 @@ function protocolOptions(door: Door): ProtocolOptions {
       const field = stateOf(context).operations.of(payload)?.field;
       if (field !== undefined) options.metrics.eventSent(field);
       if (result.errors === undefined) return undefined;
-      return {
-        ...result,
-        errors: format.render(result.errors as readonly GraphQLError[], (args.contextValue as SubscriptionRequest).requestId),
-      };
+      const requestId = ranBy.get(result) ?? (args.contextValue as SubscriptionRequest).requestId;
+      return { ...result, errors: format.render(result.errors as readonly GraphQLError[], requestId) };
     },
     onError: (_context, id, _payload, errors) => format.render(errors, door.refusals.get(errors) ?? id),
     onComplete: (context, _id, payload) => stateOf(context).operations.of(payload)?.end(),
@@ -371,10 +371,11 @@ function subscribeChecks(options: SubscriptionServerOptions) {
  * Opens a subscription's event stream, then runs each event through the pipeline's execute
  * stage with a context (and an observation) of its own, so that DataLoaders never answer from an
  * earlier event. The subscriptions that get one event object alike share that one execution (see
- * `SharedExecutions`): it is observed once, as one operation. The subscribe message's observation
- * ends once its stream is open, or refused.
+ * `SharedExecutions`): it is observed once, as one operation, its unexpected errors logged once
+ * with the request id of the subscription that ran it, which `ranBy` keeps for every answer to
+ * name. The subscribe message's observation ends once its stream is open, or refused.
  */
-function subscribeEach({ pipeline, createContext }: SubscriptionServerOptions) {
+function subscribeEach({ pipeline, createContext }: SubscriptionServerOptions, ranBy: WeakMap<ExecutionResult, string>) {
   const shared = new SharedExecutions(pipeline.schema);
   return async function subscribe(args: ExecutionArgs): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> {
     const request = args.contextValue as SubscriptionRequest;
@@ -397,6 +398,7 @@ function subscribeEach({ pipeline, createContext }: SubscriptionServerOptions) {
       context.observation.resolved(operation);
       const result = await pipeline.execution.execute({ document, operation, context, variables, rootValue });
       context.observation.finished(result.errors);
+      ranBy.set(result, requestId);
       return result;
     };
     const run = (event: unknown) => shared.run(event, sharing, () => execute(event));

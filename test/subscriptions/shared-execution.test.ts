@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { captureLog } from '../support/captured-log.js';
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
 import { connectAs, type Operation, type OperationMessage, type TestSocket } from '../support/websocket.js';
@@ -10,6 +11,7 @@ const EVENTS =
   'subscription Events($withName: Boolean!) { conversationEvents { kind number conversation { name @include(if: $withName) } } }';
 const OTHER_EVENTS = 'subscription OtherEvents($withName: Boolean!) { conversationEvents { kind number @include(if: $withName) } }';
 
+const log = captureLog();
 let gateway: TestGateway;
 const sockets: TestSocket[] = [];
 
@@ -42,7 +44,7 @@ async function executionsDuring(name: string, work: () => Promise<unknown>): Pro
 }
 
 beforeAll(async () => {
-  gateway = await startTestGateway();
+  gateway = await startTestGateway({}, { logger: log.logger });
   await gateway.seed({
     users: [
       { id: 1, username: 'alice', quota: 10 },
@@ -114,5 +116,41 @@ describe('subscriptions of one user with one document and the same variables', (
     });
     expect(bobsEvents).toBe(1);
     for (const operation of [...withName, withoutName, other]) expect(operation.pending()).toEqual([]);
+  });
+});
+
+describe('an error in an execution its subscribers share', () => {
+  it('reaches each of them, names the one log line that tells of it, and ends none of them', async () => {
+    const roles = 'subscription Roles { conversationEvents { number conversation { messages { role } } } }';
+    const subscribers = await Promise.all([subscribed(1, roles), subscribed(1, roles)]);
+    const logged = log.lines().length;
+
+    // Another writer stores a message whose role is no string: the schema cannot show it.
+    await gateway.models.conversations.collection.insertOne({
+      userId: 1,
+      id: 9,
+      name: 'Broken',
+      model: 'gpt-4o',
+      enableWeb: false,
+      messages: [{ role: { nested: true }, content: 'x' }],
+    });
+    const answers = [];
+    for (const subscriber of subscribers) answers.push(await subscriber.next());
+    for (const { type, payload } of answers) {
+      expect(type).toBe('next');
+      expect(payload.data).toEqual({ conversationEvents: { number: 9, conversation: null } });
+      expect(payload.errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'INTERNAL_SERVER_ERROR' }) })]);
+    }
+    const requestIds = answers.map(({ payload }) => payload.errors[0].extensions.requestId);
+    expect(requestIds[1]).toBe(requestIds[0]);
+    const unexpected = log
+      .lines()
+      .slice(logged)
+      .filter((line) => line.msg === 'unexpected error in a GraphQL operation');
+    expect(unexpected).toEqual([expect.objectContaining({ requestId: requestIds[0], door: 'websocket', operation: 'Roles' })]);
+
+    await gateway.models.conversations.deleteOne({ userId: 1, id: 9 });
+    for (const subscriber of subscribers)
+      expect(data(await subscriber.next())).toEqual({ conversationEvents: { number: 9, conversation: null } });
   });
 });
