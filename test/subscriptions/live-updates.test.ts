@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
-import { connectAs, type Operation, type OperationMessage, type TestSocket } from '../support/websocket.js';
-import { subscriptionsRunning } from './helpers.js';
+import { connectAs, type Operation, type TestSocket } from '../support/websocket.js';
+import { data, runningSubscription } from './helpers.js';
 
 const EVENTS =
   'subscription Events { conversationEvents { kind conversationId number deletedConversationId conversation { id number name messages { role content } } } }';
@@ -15,23 +15,10 @@ const authorization = async (userId: number) => `Bearer ${await gateway.token(us
 
 /** A socket for `userId` with one subscription whose stream runs (counted by /readyz), so no later write can be missed. */
 async function subscribed(userId: number, query: string): Promise<Operation> {
-  const socket = await connectAs(gateway.url, await authorization(userId));
+  const { socket, operation } = await runningSubscription(gateway.url, await authorization(userId), query);
   sockets.push(socket);
-  const before = await subscriptionsRunning(gateway.url);
-  const operation = socket.subscribe(query);
-  await expectRunning(before + 1);
   return operation;
 }
-
-async function expectRunning(count: number): Promise<void> {
-  await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 20 }).toBeGreaterThanOrEqual(count);
-}
-
-const data = (message: OperationMessage) => {
-  expect(message.type).toBe('next');
-  expect(message.payload.errors).toBeUndefined();
-  return message.payload.data;
-};
 
 beforeAll(async () => {
   gateway = await startTestGateway();

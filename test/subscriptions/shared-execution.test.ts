@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { captureLog } from '../support/captured-log.js';
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
-import { connectAs, type Operation, type OperationMessage, type TestSocket } from '../support/websocket.js';
-import { subscriptionsRunning } from './helpers.js';
+import type { Operation, TestSocket } from '../support/websocket.js';
+import { data, runningSubscription } from './helpers.js';
 
 const SHARED_QUOTA = 'subscription SharedQuota { quota }';
 const EVENTS =
@@ -15,21 +15,11 @@ const log = captureLog();
 let gateway: TestGateway;
 const sockets: TestSocket[] = [];
 
-/** A socket of its own for `userId`, with one subscription whose stream runs (counted by /readyz). */
 async function subscribed(userId: number, query: string, variables?: Record<string, unknown>): Promise<Operation> {
-  const socket = await connectAs(gateway.url, `Bearer ${await gateway.token(userId)}`);
+  const { socket, operation } = await runningSubscription(gateway.url, `Bearer ${await gateway.token(userId)}`, query, variables);
   sockets.push(socket);
-  const before = await subscriptionsRunning(gateway.url);
-  const operation = socket.subscribe(query, variables);
-  await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 20 }).toBeGreaterThanOrEqual(before + 1);
   return operation;
 }
-
-const data = (message: OperationMessage) => {
-  expect(message.type).toBe('next');
-  expect(message.payload.errors).toBeUndefined();
-  return message.payload.data;
-};
 
 /** Subscription operations named `name` run to an answer so far (the subscribe messages and each execution of an event). */
 async function operationsRun(name: string): Promise<number> {
