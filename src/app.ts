@@ -65,6 +65,8 @@ export function createApp(options: AppOptions): Express {
   const { apollo, pipeline, authenticator, rateLimits, createContext, metrics } = options;
   const app = express();
   app.disable('x-powered-by');
+  // Every answer is no-store: an ETag would serve no cache, and cost a hash of each body.
+  app.disable('etag');
   app.set('trust proxy', options.trustProxy);
   app.use(securityHeaders, requestLogging(options.logger), metrics.recordRequests);
 

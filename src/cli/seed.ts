@@ -12,7 +12,7 @@ const USAGE = `Usage: npm run seed -- FILE.json
 Loads a seed file into the database named by MONGODB_URI (from the environment or .env),
 all or nothing: the whole file is checked first, and a file with any problem writes nothing
 and lists every problem as "path: message". Loading the same file again changes nothing.
-The format is in the README ("Seed files"); examples/seed.json is one.
+The format is in docs/api.md ("Seed files"); examples/seed.json is one.
 Progress is printed on stderr every ${PROGRESS_EVERY} records.`;
 
 await runCommand({

@@ -53,13 +53,29 @@ export function graphqlMetrics(registry: Registry, knownOperationNames: Iterable
     registers: [registry],
   });
   const names = new OperationNameLabels([UNRESOLVED_OPERATION.name, ...knownOperationNames]);
+  // Each operation's children, made once (names are bounded above): prom-client would hash the labels at every request.
+  const children = new Map<string, { succeeded: Counter.Internal; failed: Counter.Internal; duration: Histogram.Internal<string> }>();
+  const childrenOf = (name: string, type: string) => {
+    const key = `${type} ${name}`;
+    let child = children.get(key);
+    if (child === undefined) {
+      child = {
+        succeeded: operations.labels(name, type, 'success'),
+        failed: operations.labels(name, type, 'error'),
+        duration: duration.labels(name, type),
+      };
+      children.set(key, child);
+    }
+    return child;
+  };
+  const executedBy = { compiled: executions.labels('compiled'), 'graphql-js': executions.labels('graphql-js') };
   return {
     operationFinished(operation, errorCodes, seconds) {
       for (const code of errorCodes) errors.inc({ code });
-      const labels = { operation_name: names.label(operation.name), operation_type: operation.type };
-      operations.inc({ ...labels, result: errorCodes.length > 0 ? 'error' : 'success' });
-      duration.observe(labels, seconds);
+      const child = childrenOf(names.label(operation.name), operation.type);
+      (errorCodes.length > 0 ? child.failed : child.succeeded).inc();
+      child.duration.observe(seconds);
     },
-    executed: (executor) => executions.inc({ executor }),
+    executed: (executor) => executedBy[executor].inc(),
   };
 }

@@ -67,6 +67,8 @@ function sidecarApp(options: SidecarOptions, shutdown: Shutdown, metrics: Gatewa
   const { upstream, timeoutMs } = options;
   const app = express();
   app.disable('x-powered-by');
+  // Every answer is no-store: an ETag would serve no cache, and cost a hash of each body.
+  app.disable('etag');
   app.set('trust proxy', options.config.trustProxy);
   // Request ids are forwarded upstream, so one id runs through both logs.
   app.use(securityHeaders, requestLogging(options.logger), metrics.recordRequests);

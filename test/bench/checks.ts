@@ -5,8 +5,9 @@ import { type Answer, call, type Scenario, type ScenarioName, type Target } from
 /**
  * Before anything is measured: every scenario answers 200 with the expected
  * data, the hand-written baseline's and both floors' bodies are byte-identical to
- * the gateway's REST bodies (same bytes, same content type), and Apollo Server's
- * answers to the same operations are byte-identical to the gateway's GraphQL answers.
+ * the gateway's REST bodies (same bytes, same content type), and the GraphQL peers'
+ * answers to the same operations (Apollo Server, Mercurius, GraphQL Yoga) are
+ * byte-identical to the gateway's GraphQL answers.
  */
 export async function checkAnswers(all: readonly Scenario[], bases: Record<Target, string>): Promise<void> {
   const answers = new Map<ScenarioName, Answer>();
@@ -31,6 +32,8 @@ export async function checkAnswers(all: readonly Scenario[], bases: Record<Targe
     same(`floor_${work}`, `rest_${work}`);
     same(`express_floor_${work}`, `rest_${work}`);
     same(`apollo_${work}`, `graphql_${work}`);
+    same(`mercurius_${work}`, `graphql_${work}`);
+    same(`yoga_${work}`, `graphql_${work}`);
   }
 
   const list = json('rest_list');

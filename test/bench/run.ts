@@ -16,11 +16,11 @@ import { type Child, freePort, ROOT, startNode, waitForHttp, waitForOutput } fro
 import { formatReport, jsonReport, ratiosOf, type Report, type ScenarioSummary, targetsOf } from './report.js';
 import { type Scenario, SCENARIO_NAMES, scenarios, type Target } from './scenarios.js';
 import { seedUsers, smallUserCount } from './seed.js';
-import { formatSubscriptionReport, measureSubscriptions, type SubscriptionReport } from './subscriptions.js';
+import { formatSubscriptionReport, measureSubscriptions, type SubscriptionReport, subscriptionTargets } from './subscriptions.js';
 
 const USAGE = `npm run bench -- [--quick] [--soak SECONDS] [--json FILE] [--rounds N] [--seconds S] [--only a,b] [--profile]
 
-  --quick        1 000 users / 100 000 conversations, 3 shorter rounds (under 5 minutes in all)
+  --quick        1 000 users / 100 000 conversations, 3 shorter rounds (about 5½ minutes in all)
   --soak S       seconds of mixed full load for the memory check (default: 60, or 20 with --quick)
   --json FILE    also write the results as JSON
   --rounds N     rounds per scenario (default: 5, or 3 with --quick)
@@ -72,165 +72,181 @@ if (![rounds, seconds].every((value) => Number.isInteger(value) && value > 0) ||
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 const megabytes = (bytes: number) => bytes / 1024 / 1024;
 
+/** The peers, each in its own process on the same database and data: `test/bench/servers/<name with dashes>.ts`. */
+const PEERS = ['baseline', 'floor', 'express_floor', 'apollo', 'mercurius', 'yoga'] as const satisfies readonly Target[];
+
+/** The database the benchmark runs on: the embedded engine in a process of its own, or MONGODB_URI's server. */
+interface Database {
+  /** The server's URI, without a database name. */
+  server: string;
+  /** The URI of the benchmark's database. */
+  uri: string;
+  /** The embedded engine's process, when it runs one. */
+  engine?: Child;
+}
+
+/** Every server under test, and where it listens. */
+interface Servers {
+  bases: Record<Target, string>;
+  processes: Record<Target, Child>;
+}
+
 async function main(): Promise<void> {
   const loadAtStart = loadavg()[0]!;
   if (!existsSync(join(ROOT, 'dist/main.js'))) throw new Error('dist/ is missing: run `npm run build` (npm run bench does)');
   mkdirSync(BENCH_DIRECTORY, { recursive: true });
   const children: Child[] = [];
-  const external = process.env.MONGODB_URI;
-  let uri: string | undefined;
-  let sampler: NodeJS.Timeout | undefined;
-  let engine: Child | undefined;
+  let database: Database | undefined;
   try {
-    // 1. The database, in its own process (or the real one), then the gateway, which creates its indexes.
-    let server: string;
-    if (external) {
-      server = external;
-      uri = withDatabaseName(external, BENCH_DATABASE);
-      await dropDatabase(uri);
-    } else {
-      engine = startNode('embedded engine', ['dist/cli/embedded-db.js', '--port', String(await freePort())]);
-      children.push(engine);
-      [server] = (await waitForOutput(engine, /mongodb:\/\/127\.0\.0\.1:\d+\/\S*/)) as unknown as [string];
-      uri = withDatabaseName(server, BENCH_DATABASE);
-    }
+    database = await startDatabase(children);
     let live: SubscriptionReport | undefined;
     if (measureLive) {
-      live = await measureSubscriptions(withDatabaseName(server, LIVE_DATABASE), { idleSockets: IDLE_SOCKETS, writes: LIVE_WRITES, log });
+      live = await measureSubscriptions(withDatabaseName(database.server, LIVE_DATABASE), {
+        idleSockets: IDLE_SOCKETS,
+        writes: LIVE_WRITES,
+        log,
+      });
       process.stdout.write(`\n${formatSubscriptionReport(live)}\n`);
     }
+    const liveJson = live && { ...live, targets: subscriptionTargets(live) };
     if (!measureHttp) {
-      if (args.json) writeFileSync(args.json, `${JSON.stringify({ subscriptions: live }, null, 2)}\n`);
+      if (args.json) writeFileSync(args.json, `${JSON.stringify({ subscriptions: liveJson }, null, 2)}\n`);
       return;
     }
     const jwtSecret = randomBytes(24).toString('base64url');
-    /** With `--profile`, each server process writes its profiles to `.bench/profiles/<name>/` (tsx's loader thread writes one too). */
-    const profileOptions = (name: string): string[] =>
-      args.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(BENCH_DIRECTORY, 'profiles', name)}`] : [];
-    const gatewayPort = await freePort();
-    const gateway = startNode('gateway', ['dist/main.js'], {
-      env: {
-        NODE_ENV: 'production',
-        RATE_LIMIT: '0',
-        LOG_LEVEL: 'warn',
-        MONGODB_URI: uri,
-        JWT_SECRET: jwtSecret,
-        PORT: String(gatewayPort),
-        HOST: '127.0.0.1',
-        DEPLOYMENT: 'community',
-        SEED_FILE: '',
-      },
-      nodeOptions: profileOptions('gateway'),
-    });
-    children.push(gateway);
-    const bases: Record<Target, string> = {
-      gateway: `http://127.0.0.1:${gatewayPort}`,
-      baseline: `http://127.0.0.1:${await freePort()}`,
-      floor: `http://127.0.0.1:${await freePort()}`,
-      express_floor: `http://127.0.0.1:${await freePort()}`,
-      apollo: `http://127.0.0.1:${await freePort()}`,
-    };
-    await waitForHttp(gateway, `${bases.gateway}/healthz`);
-    let rssMax = 0;
-    sampler = setInterval(() => {
-      rssMax = Math.max(rssMax, gateway.rss() || 0);
-    }, 250);
+    const servers = await startServers(database.uri, jwtSecret, children);
+    const report = await measureServers(database, servers, jwtSecret, loadAtStart);
+    process.stdout.write(`\n${formatReport(report)}\n`);
+    if (live) process.stdout.write(`\n${formatSubscriptionReport(live)}\n`);
+    if (args.json) {
+      writeFileSync(args.json, `${JSON.stringify({ ...(jsonReport(report) as object), subscriptions: liveJson }, null, 2)}\n`);
+      log(`wrote ${args.json}`);
+    }
+  } finally {
+    for (const child of children.reverse()) await child.stop();
+    if (process.env.MONGODB_URI && database) await dropDatabase(database.uri);
+  }
+}
 
-    // 2. The 1% data set first: the scale target compares the list on it with the full one.
+async function startDatabase(children: Child[]): Promise<Database> {
+  const external = process.env.MONGODB_URI;
+  if (external) {
+    const uri = withDatabaseName(external, BENCH_DATABASE);
+    await dropDatabase(uri);
+    return { server: external, uri };
+  }
+  const engine = startNode('embedded engine', ['dist/cli/embedded-db.js', '--port', String(await freePort())]);
+  children.push(engine);
+  const [server] = (await waitForOutput(engine, /mongodb:\/\/127\.0\.0\.1:\d+\/\S*/)) as unknown as [string];
+  return { server, uri: withDatabaseName(server, BENCH_DATABASE), engine };
+}
+
+/** With `--profile`, each server process writes its profiles to `.bench/profiles/<name>/` (tsx's loader thread writes one too). */
+function profileOptions(name: string): string[] {
+  return args.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(BENCH_DIRECTORY, 'profiles', name)}`] : [];
+}
+
+/** Starts the gateway, which creates the database's indexes, then every peer; returns once all of them listen. */
+async function startServers(uri: string, jwtSecret: string, children: Child[]): Promise<Servers> {
+  const gatewayPort = await freePort();
+  const gateway = startNode('gateway', ['dist/main.js'], {
+    env: {
+      NODE_ENV: 'production',
+      RATE_LIMIT: '0',
+      LOG_LEVEL: 'warn',
+      MONGODB_URI: uri,
+      JWT_SECRET: jwtSecret,
+      PORT: String(gatewayPort),
+      HOST: '127.0.0.1',
+      DEPLOYMENT: 'community',
+      SEED_FILE: '',
+    },
+    nodeOptions: profileOptions('gateway'),
+  });
+  children.push(gateway);
+  const bases = { gateway: `http://127.0.0.1:${gatewayPort}` } as Record<Target, string>;
+  for (const name of PEERS) bases[name] = `http://127.0.0.1:${await freePort()}`;
+  await waitForHttp(gateway, `${bases.gateway}/healthz`);
+  const processes = { gateway } as Record<Target, Child>;
+  for (const name of PEERS) {
+    // `--secret=…` in one argument: a random secret may begin with '-', which would read as an option.
+    processes[name] = startNode(
+      name,
+      [`test/bench/servers/${name.replaceAll('_', '-')}.ts`, '--port', port(bases[name]), '--uri', uri, `--secret=${jwtSecret}`],
+      { env: { NODE_ENV: 'production' }, nodeOptions: ['--import', 'tsx', ...profileOptions(name)] },
+    );
+    children.push(processes[name]);
+  }
+  await Promise.all(PEERS.map((name) => waitForOutput(processes[name], /listening/)));
+  return { bases, processes };
+}
+
+/** One run of a scenario, with the CPU time its server and the database spent per request. */
+type Measure = (scenario: Scenario, duration: number) => Promise<Sample>;
+
+function measurer({ bases, processes }: Servers, engine: Child | undefined): Measure {
+  return async (scenario, duration) => {
+    const server = processes[scenario.target];
+    const cpuBefore = [server.cpuSeconds(), engine?.cpuSeconds() ?? Number.NaN];
+    const sample = await drive(bases[scenario.target], scenario, duration);
+    const perRequest = (after: number, before: number) => ((after - before) / sample.requests) * 1e6;
+    return {
+      ...sample,
+      server_cpu_us: perRequest(server.cpuSeconds(), cpuBefore[0]!),
+      db_cpu_us: perRequest(engine?.cpuSeconds() ?? Number.NaN, cpuBefore[1]!),
+    };
+  };
+}
+
+/**
+ * Seeds the 1% data set and measures the REST list on it (the scale target compares the list on
+ * it with the full one), seeds the rest, measures every scenario in interleaved rounds, then the
+ * gateway's memory over a soak.
+ */
+async function measureServers(database: Database, servers: Servers, jwtSecret: string, loadAtStart: number): Promise<Report> {
+  const { bases, processes } = servers;
+  const gateway = processes.gateway;
+  let rssMax = 0;
+  const sampler = setInterval(() => {
+    rssMax = Math.max(rssMax, gateway.rss() || 0);
+  }, 250);
+  try {
     const counts = conversationCounts(dataset);
     const small = smallUserCount(counts, dataset);
-    const client = await MongoClient.connect(uri);
-    const db = client.db();
+    const client = await MongoClient.connect(database.uri);
     let started = Date.now();
-    const smallConversations = await seedUsers(db, counts, 1, small + 1);
+    const smallConversations = await seedUsers(client.db(), counts, 1, small + 1);
     log(`seeded ${small} users and ${smallConversations} conversations in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
     const token = await signAccessToken(secretKey(jwtSecret), BENCH_USER_ID);
     const all = scenarios(token).filter((scenario) => only === undefined || only.includes(scenario.name));
-    // The peers, each in its own process on the same database and data.
-    const peers = (['baseline', 'floor', 'express_floor', 'apollo'] as const).map((name) =>
-      // `--secret=…` in one argument: a random secret may begin with '-', which would read as an option.
-      startNode(
-        name,
-        [`test/bench/servers/${name.replaceAll('_', '-')}.ts`, '--port', port(bases[name]), '--uri', uri!, `--secret=${jwtSecret}`],
-        {
-          env: { NODE_ENV: 'production' },
-          nodeOptions: ['--import', 'tsx', ...profileOptions(name)],
-        },
-      ),
-    );
-    children.push(...peers);
-    await Promise.all(peers.map((peer) => waitForOutput(peer, /listening/)));
-    const [baseline, floor, expressFloor, apollo] = peers as [Child, Child, Child, Child];
-    const servers: Record<Target, Child> = { gateway, baseline, floor, express_floor: expressFloor, apollo };
-    /** One run of a scenario, with the CPU time its server and the database spent per request. */
-    const measure = async (scenario: Scenario, duration: number): Promise<Sample> => {
-      const server = servers[scenario.target];
-      const cpuBefore = [server.cpuSeconds(), engine?.cpuSeconds() ?? Number.NaN];
-      const sample = await drive(bases[scenario.target], scenario, duration);
-      const perRequest = (after: number, before: number) => ((after - before) / sample.requests) * 1e6;
-      return {
-        ...sample,
-        server_cpu_us: perRequest(server.cpuSeconds(), cpuBefore[0]!),
-        db_cpu_us: perRequest(engine?.cpuSeconds() ?? Number.NaN, cpuBefore[1]!),
-      };
-    };
+    const measure = measurer(servers, database.engine);
     await checkAnswers(scenarios(token), bases);
-
     log('counting database commands per request (probe gateway in this process)');
-    const commands = Object.fromEntries(await commandsPerRequest(uri, jwtSecret, all));
-
-    const restList = all.find((scenario) => scenario.name === 'rest_list');
+    const commands = Object.fromEntries(await commandsPerRequest(database.uri, jwtSecret, all));
     const summaries: Record<string, ScenarioSummary> = {};
-    if (restList) {
-      // Every gateway path warmed up first, so that this side of the ratio does not run colder code.
-      await warmUp(
-        all.filter((scenario) => scenario.target === 'gateway'),
-        bases,
-      );
-      log(`rest_list on the 1% data set: ${rounds} × ${seconds} s`);
-      const samples: Sample[] = [];
-      for (let round = 0; round < rounds; round++) samples.push(await measure(restList, seconds));
-      summaries.rest_list_small = summarize(samples);
-    }
+    const smallList = await measureSmallList(all, bases, measure);
+    if (smallList) summaries.rest_list_small = smallList;
 
-    // 3. The rest of the data set, then every scenario, alternating, round after round.
     started = Date.now();
-    const rest = await seedUsers(db, counts, small + 1, dataset.users + 1);
+    const rest = await seedUsers(client.db(), counts, small + 1, dataset.users + 1);
     log(`seeded the other ${dataset.users - small} users and ${rest} conversations in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     await client.close();
     await checkAnswers(scenarios(token), bases);
     await warmUp(all, bases);
+    Object.assign(summaries, await measureRounds(all, measure));
 
-    const samples = new Map<string, Sample[]>(all.map((scenario) => [scenario.name, []]));
-    for (let round = 0; round < rounds; round++) {
-      log(`round ${round + 1} of ${rounds}`);
-      // Each round starts one scenario later, so none always runs right after the same neighbour.
-      for (let index = 0; index < all.length; index++) {
-        const scenario = all[(index + round) % all.length]!;
-        samples.get(scenario.name)!.push(await measure(scenario, seconds));
-      }
-    }
-    for (const scenario of all) summaries[scenario.name] = summarize(samples.get(scenario.name)!);
-
-    // 4. Memory: RSS at the start and at the end of a stretch of mixed full load on the gateway.
     log(`soak: ${SOAK_WARM_UP_SECONDS} s of warm-up, then ${soakSeconds} s of mixed load on the gateway`);
     const soaked = await soak(
       gateway,
       bases.gateway,
       all.filter((scenario) => scenario.target === 'gateway'),
     );
-    clearInterval(sampler);
-
     const partial: Omit<Report, 'targets'> = {
-      machine: {
-        cores: availableParallelism(),
-        cpu: cpus()[0]?.model.trim() ?? 'unknown',
-        node: process.version,
-        database: external ? 'MongoDB at MONGODB_URI' : 'embedded engine (separate process)',
-        dataset: `${dataset.users} users / ${dataset.conversations} conversations (1%: ${small} / ${smallConversations})`,
-        loadAverage: { start: loadAtStart, end: loadavg()[0]! },
-      },
+      machine: machineOf(
+        loadAtStart,
+        `${dataset.users} users / ${dataset.conversations} conversations (1%: ${small} / ${smallConversations})`,
+      ),
       scenarios: summaries,
       ratios: ratiosOf(summaries),
       commandsPerRequest: commands,
@@ -242,18 +258,53 @@ async function main(): Promise<void> {
         soak_seconds: soakSeconds,
       },
     };
-    const report: Report = { ...partial, targets: targetsOf(partial, quick) };
-    process.stdout.write(`\n${formatReport(report)}\n`);
-    if (live) process.stdout.write(`\n${formatSubscriptionReport(live)}\n`);
-    if (args.json) {
-      writeFileSync(args.json, `${JSON.stringify({ ...(jsonReport(report) as object), subscriptions: live }, null, 2)}\n`);
-      log(`wrote ${args.json}`);
-    }
+    return { ...partial, targets: targetsOf(partial, quick) };
   } finally {
     clearInterval(sampler);
-    for (const child of children.reverse()) await child.stop();
-    if (external && uri) await dropDatabase(uri);
   }
+}
+
+function machineOf(loadAtStart: number, datasetLine: string): Report['machine'] {
+  return {
+    cores: availableParallelism(),
+    cpu: cpus()[0]?.model.trim() ?? 'unknown',
+    node: process.version,
+    database: process.env.MONGODB_URI ? 'MongoDB at MONGODB_URI' : 'embedded engine (separate process)',
+    dataset: datasetLine,
+    loadAverage: { start: loadAtStart, end: loadavg()[0]! },
+  };
+}
+
+/** The REST list on the 1% data set, after every gateway path is warmed up (so that this side of the ratio does not run colder code). */
+async function measureSmallList(
+  all: readonly Scenario[],
+  bases: Record<Target, string>,
+  measure: Measure,
+): Promise<ScenarioSummary | undefined> {
+  const restList = all.find((scenario) => scenario.name === 'rest_list');
+  if (!restList) return undefined;
+  await warmUp(
+    all.filter((scenario) => scenario.target === 'gateway'),
+    bases,
+  );
+  log(`rest_list on the 1% data set: ${rounds} × ${seconds} s`);
+  const samples: Sample[] = [];
+  for (let round = 0; round < rounds; round++) samples.push(await measure(restList, seconds));
+  return summarize(samples);
+}
+
+/** Every scenario in every round, one after the other, so that each round's figures of two scenarios were taken side by side. */
+async function measureRounds(all: readonly Scenario[], measure: Measure): Promise<Record<string, ScenarioSummary>> {
+  const samples = new Map<string, Sample[]>(all.map((scenario) => [scenario.name, []]));
+  for (let round = 0; round < rounds; round++) {
+    log(`round ${round + 1} of ${rounds}`);
+    // Each round starts one scenario later, so none always runs right after the same neighbour.
+    for (let index = 0; index < all.length; index++) {
+      const scenario = all[(index + round) % all.length]!;
+      samples.get(scenario.name)!.push(await measure(scenario, seconds));
+    }
+  }
+  return Object.fromEntries(all.map((scenario) => [scenario.name, summarize(samples.get(scenario.name)!)]));
 }
 
 /** Load before the soak is measured: a gateway that sat idle has had its heap shrunk, and regrows it under load. */
@@ -296,6 +347,7 @@ function summarize(samples: readonly Sample[]): ScenarioSummary {
     rps_min: Math.min(...rps),
     rps_max: Math.max(...rps),
     rounds: samples.length,
+    per_round: [...samples],
     server_cpu_us: median(samples.map((sample) => sample.server_cpu_us ?? Number.NaN)),
     db_cpu_us: median(samples.map((sample) => sample.db_cpu_us ?? Number.NaN)),
   };

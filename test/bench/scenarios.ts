@@ -10,12 +10,16 @@ export const SCENARIO_NAMES = [
   'floor_list',
   'express_floor_list',
   'apollo_list',
+  'mercurius_list',
+  'yoga_list',
   'rest_load',
   'graphql_load',
   'baseline_load',
   'floor_load',
   'express_floor_load',
   'apollo_load',
+  'mercurius_load',
+  'yoga_load',
   'graphql_page_messages',
   'rest_quota',
   'graphql_quota',
@@ -25,10 +29,11 @@ export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 /**
  * Which process answers: the gateway, or one of its peers on the same database — the hand-written
  * Express + Mongoose baseline, the bare `node:http` + driver floor, the same reads behind Express
- * alone (the Express floor), Apollo Server with its defaults.
+ * alone (the Express floor), Apollo Server with its defaults, and the two fastest Node GraphQL
+ * servers with graphql-jit: Mercurius (Fastify) and GraphQL Yoga.
  */
-export type Target = 'gateway' | 'baseline' | 'floor' | 'express_floor' | 'apollo';
-export const TARGETS: readonly Target[] = ['gateway', 'baseline', 'floor', 'express_floor', 'apollo'];
+export type Target = 'gateway' | 'baseline' | 'floor' | 'express_floor' | 'apollo' | 'mercurius' | 'yoga';
+export const TARGETS: readonly Target[] = ['gateway', 'baseline', 'floor', 'express_floor', 'apollo', 'mercurius', 'yoga'];
 
 export interface Scenario {
   name: ScenarioName;
@@ -60,6 +65,18 @@ function graphqlBody(query: string, operationName: string, variables?: Record<st
   return JSON.stringify({ query, operationName, ...(variables ? { variables } : {}) });
 }
 
+/** The GraphQL peers' scenarios of a read, sent the gateway's own operation: Apollo's standalone server answers on `/`. */
+function graphqlPeerScenarios(work: 'list' | 'load', headers: Record<string, string>, body: string): Scenario[] {
+  return (['apollo', 'mercurius', 'yoga'] as const).map((target) => ({
+    name: `${target}_${work}`,
+    target,
+    method: 'POST',
+    path: target === 'apollo' ? '/' : '/graphql',
+    headers,
+    body,
+  }));
+}
+
 export function scenarios(token: string): Scenario[] {
   const auth = { authorization: `Bearer ${token}` };
   const post = { ...auth, 'content-type': 'application/json' };
@@ -80,7 +97,7 @@ export function scenarios(token: string): Scenario[] {
     { name: 'baseline_list', target: 'baseline', method: 'GET', path: '/conversation/list', headers: auth },
     { name: 'floor_list', target: 'floor', method: 'GET', path: '/conversation/list', headers: auth },
     { name: 'express_floor_list', target: 'express_floor', method: 'GET', path: '/conversation/list', headers: auth },
-    { name: 'apollo_list', target: 'apollo', method: 'POST', path: '/', headers: post, body: graphqlList },
+    ...graphqlPeerScenarios('list', post, graphqlList),
     { name: 'rest_load', target: 'gateway', method: 'GET', path: load, headers: auth, commands: 1 },
     {
       name: 'graphql_load',
@@ -94,7 +111,7 @@ export function scenarios(token: string): Scenario[] {
     { name: 'baseline_load', target: 'baseline', method: 'GET', path: load, headers: auth },
     { name: 'floor_load', target: 'floor', method: 'GET', path: load, headers: auth },
     { name: 'express_floor_load', target: 'express_floor', method: 'GET', path: load, headers: auth },
-    { name: 'apollo_load', target: 'apollo', method: 'POST', path: '/', headers: post, body: graphqlLoad },
+    ...graphqlPeerScenarios('load', post, graphqlLoad),
     {
       name: 'graphql_page_messages',
       target: 'gateway',

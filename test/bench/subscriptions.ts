@@ -7,6 +7,7 @@ import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { sample } from '../support/metrics.js';
 import { connectAs, type Operation, type TestSocket } from '../support/websocket.js';
 import { type Child, freePort, startNode, waitForHttp } from './processes.js';
+import { atMost, formatTarget, type Target } from './report.js';
 
 /**
  * The subscriptions scenario: a gateway of its own (caps raised: every socket comes from this
@@ -190,6 +191,18 @@ function middle(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 
+/**
+ * The goals of live updates: an event reaches every one of 1 000 subscribers of one user within
+ * 10 ms of the write (p99), and an idle subscribed socket costs the gateway at most 10 KB (of RSS,
+ * which holds the heap and everything outside it).
+ */
+export function subscriptionTargets(report: SubscriptionReport): Target[] {
+  return [
+    atMost(`write to event p99, ${report.latency.one_user.subscribers} subscribers of one user (ms)`, report.latency.one_user.p99_ms, 10),
+    atMost('RSS per idle subscribed socket (KB)', report.idle.rss_kb_per_socket, 10),
+  ];
+}
+
 export function formatSubscriptionReport(report: SubscriptionReport): string {
   const { idle, latency } = report;
   const row = (name: string, figures: SubscriptionReport['latency']['one_user']) =>
@@ -201,5 +214,7 @@ export function formatSubscriptionReport(report: SubscriptionReport): string {
     '  write to event at the subscriber:',
     row(`${latency.one_user.subscribers} subscribers of one user`, latency.one_user),
     row(`${latency.many_users.subscribers} subscribers of ${USERS} users`, latency.many_users),
+    'targets:',
+    ...subscriptionTargets(report).map(formatTarget),
   ].join('\n');
 }
