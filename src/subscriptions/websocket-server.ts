@@ -29,6 +29,7 @@ import { checkOrigin } from '../security/cross-origin.js';
 import { addressKey, type RateLimits } from '../security/rate-limit.js';
 import type { DocumentReference } from '../security/trusted-documents.js';
 import { type BoundedWebSocket, boundedWebSocketClass } from './bounded-websocket.js';
+import { CredentialExpiries } from './credential-expiries.js';
 import { openProtocol } from './protocol-socket.js';
 import { SharedExecutions } from './shared-executions.js';
 import { CallerSubscriptions, SocketOperations } from './socket-operations.js';
@@ -38,6 +39,8 @@ import type { SubscriptionMetrics } from './subscription-metrics.js';
 const GRAPHQL_PATH = '/graphql';
 /** How often every socket is pinged; a socket that does not answer before the next beat is dropped. */
 const KEEP_ALIVE_MS = 12_000;
+/** How long a socket may wait before its `connection_init` (graphql-ws's own default): past it, it is closed with 4408. */
+const CONNECTION_INIT_WAIT_MS = 3_000;
 /** How long a socket the server closes may take to answer with its close frame before it is cut (ws waits 30 s). */
 const CLOSE_GRACE_MS = 2_000;
 /** A close code of the WebSocket standard: the server is going away. */
@@ -90,7 +93,8 @@ export interface SubscriptionServer {
 interface SocketState {
   socket: BoundedWebSocket;
   caller?: Caller;
-  cancelExpiry?: () => void;
+  /** Until its `connection_init` arrives: the timer that closes it if none does. */
+  cancelInitWait?: () => void;
   /** Its subscribe messages, from their arrival until their subscriptions end. */
   operations: SocketOperations;
 }
@@ -101,6 +105,7 @@ interface Door {
   websockets: WebSocketServerOf<ReturnType<typeof boundedWebSocketClass>>;
   socketsByAddress: Map<string, number>;
   callers: CallerSubscriptions;
+  expiries: CredentialExpiries<BoundedWebSocket>;
   /** The request id of each refusal, by the errors graphql-ws hands back to `onError`: it names the refusal in the log and the answer. */
   refusals: WeakMap<readonly GraphQLError[], string>;
   closing: boolean;
@@ -149,6 +154,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
     websockets: new WebSocketServer<ReturnType<typeof boundedWebSocketClass>>(serverOptions),
     socketsByAddress: new Map(),
     callers: new CallerSubscriptions(options.caps.subscriptionsPerCaller),
+    expiries: new CredentialExpiries(options.clock),
     refusals: new WeakMap(),
     closing: false,
   };
@@ -216,15 +222,24 @@ async function acceptSocket(
 /**
  * Counts an open socket (per address, and in the gauge) until it closes. Its close, whatever
  * its cause, ends everything it holds at once, before graphql-ws hears of it: its operations at
- * any stage (their per-caller count, gauge and change-feed listeners), and its expiry timer.
+ * any stage (their per-caller count, gauge and change-feed listeners), its wait for
+ * `connection_init` and its place among the credential expiries.
  */
 function track(door: Door, websocket: BoundedWebSocket, address: string): SocketState {
-  const { metrics, logger } = door.options;
-  const state: SocketState = { socket: websocket, operations: new SocketOperations(door.callers, metrics) };
+  const { metrics, logger, clock } = door.options;
+  const state: SocketState = {
+    socket: websocket,
+    operations: new SocketOperations(door.callers, metrics),
+    cancelInitWait: clock.schedule(
+      () => websocket.close(CloseCode.ConnectionInitialisationTimeout, 'Connection initialisation timeout'),
+      CONNECTION_INIT_WAIT_MS,
+    ),
+  };
   door.socketsByAddress.set(address, (door.socketsByAddress.get(address) ?? 0) + 1);
   metrics.websocketOpened();
   websocket.once('close', (code, reason) => {
-    state.cancelExpiry?.();
+    state.cancelInitWait?.();
+    if (state.caller?.acceptedUntil !== undefined) door.expiries.forget(websocket, state.caller.acceptedUntil);
     state.operations.endAll();
     const left = (door.socketsByAddress.get(address) ?? 1) - 1;
     if (left === 0) door.socketsByAddress.delete(address);
@@ -246,8 +261,10 @@ function protocolOptions(door: Door): ProtocolOptions {
   const ranBy = new WeakMap<ExecutionResult, string>();
   return {
     schema: options.pipeline.schema,
+    // The wait for `connection_init` is the socket's own timer (`track`), let go once it arrives.
+    connectionInitWaitTimeout: 0,
     subscribe: subscribeEach(options, ranBy),
-    onConnect: (context) => authenticate(options, stateOf(context), context),
+    onConnect: (context) => authenticate(door, stateOf(context), context),
     onSubscribe: (context, id, payload) => startOperation(door, stateOf(context), check, context, id, payload),
     onOperation(context, _id, payload, _args, result) {
       // Its event stream is open: from now on it gets every change (what /readyz and the gauge count).
@@ -267,9 +284,11 @@ function protocolOptions(door: Door): ProtocolOptions {
 }
 
 /** `connection_init`: the socket's caller, and its close with 4403 when their access token expires. */
-async function authenticate(options: SubscriptionServerOptions, state: SocketState, context: SocketContext): Promise<boolean> {
-  const { authenticator, clock, logger } = options;
-  const socket = context.extra.socket;
+async function authenticate(door: Door, state: SocketState, context: SocketContext): Promise<boolean> {
+  const { authenticator, logger } = door.options;
+  const { socket } = state;
+  state.cancelInitWait?.();
+  state.cancelInitWait = undefined;
   const authorization = context.connectionParams?.Authorization ?? context.connectionParams?.authorization;
   let caller: Caller | null;
   try {
@@ -279,15 +298,10 @@ async function authenticate(options: SubscriptionServerOptions, state: SocketSta
     socket.close(TRY_AGAIN_LATER, 'credentials cannot be checked right now');
     return false;
   }
-  // A socket that closed meanwhile gets nothing that would outlive it (the expiry timer).
+  // A socket that closed meanwhile gets nothing that would outlive it (its place among the expiries).
   if (caller === null || socket.readyState !== socket.OPEN) return false;
   state.caller = caller;
-  if (caller.acceptedUntil !== undefined) {
-    state.cancelExpiry = clock.schedule(
-      () => socket.close(CloseCode.Forbidden, 'Forbidden: credential expired'),
-      caller.acceptedUntil - clock.now(),
-    );
-  }
+  if (caller.acceptedUntil !== undefined) door.expiries.add(socket, caller.acceptedUntil);
   return true;
 }
 
@@ -377,6 +391,15 @@ function subscribeChecks(options: SubscriptionServerOptions) {
  */
 function subscribeEach({ pipeline, createContext }: SubscriptionServerOptions, ranBy: WeakMap<ExecutionResult, string>) {
   const shared = new SharedExecutions(pipeline.schema);
+  const execute = async ({ document, operation, variables, caller, requestId }: EventRun, rootValue: unknown): Promise<ExecutionResult> => {
+    const context = createContext(caller, requestId, pipeline.observer.start('websocket', requestId));
+    context.observation.resolved(operation);
+    const result = await pipeline.execution.execute({ document, operation, context, variables, rootValue });
+    context.observation.finished(result.errors);
+    ranBy.set(result, requestId);
+    return result;
+  };
+  const runEvent: RunEvent = (run, event) => shared.run(event, run.sharing, () => execute(run, event));
   return async function subscribe(args: ExecutionArgs): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> {
     const request = args.contextValue as SubscriptionRequest;
     const { caller, requestId } = request;
@@ -392,19 +415,23 @@ function subscribeEach({ pipeline, createContext }: SubscriptionServerOptions, r
     const { document } = args;
     const operation = getOperationAST(document, args.operationName)!;
     const variables = args.variableValues ?? undefined;
-    const sharing = shared.keyOf(operation, variables, caller.userId);
-    const execute = async (rootValue: unknown): Promise<ExecutionResult> => {
-      const context = createContext(caller, requestId, pipeline.observer.start('websocket', requestId));
-      context.observation.resolved(operation);
-      const result = await pipeline.execution.execute({ document, operation, context, variables, rootValue });
-      context.observation.finished(result.errors);
-      ranBy.set(result, requestId);
-      return result;
-    };
-    const run = (event: unknown) => shared.run(event, sharing, () => execute(event));
-    return new SubscriptionResults(source[Symbol.asyncIterator](), run);
+    const run: EventRun = { document, operation, variables, caller, requestId, sharing: shared.keyOf(operation, variables, caller.userId) };
+    return new SubscriptionResults(source[Symbol.asyncIterator](), run, runEvent);
   };
 }
+
+/** What running a subscription's events takes. */
+interface EventRun {
+  document: DocumentNode;
+  operation: OperationDefinitionNode;
+  variables: Record<string, unknown> | undefined;
+  caller: Caller;
+  requestId: string;
+  /** Its key among the executions subscriptions share (see `SharedExecutions`). */
+  sharing: string | undefined;
+}
+
+type RunEvent = (run: EventRun, event: unknown) => Promise<ExecutionResult>;
 
 /**
  * A subscription's results: each event of its stream, run. A class, so that each of thousands of
@@ -414,7 +441,8 @@ function subscribeEach({ pipeline, createContext }: SubscriptionServerOptions, r
 class SubscriptionResults implements AsyncIterableIterator<ExecutionResult> {
   constructor(
     private readonly events: AsyncIterator<unknown>,
-    private readonly run: (event: unknown) => Promise<ExecutionResult>,
+    private readonly run: EventRun,
+    private readonly runEvent: RunEvent,
   ) {}
 
   next(): Promise<IteratorResult<ExecutionResult>> {
@@ -433,7 +461,7 @@ class SubscriptionResults implements AsyncIterableIterator<ExecutionResult> {
   private readonly resultOf = (
     event: IteratorResult<unknown>,
   ): IteratorResult<ExecutionResult> | Promise<IteratorResult<ExecutionResult>> =>
-    event.done ? { value: undefined, done: true } : this.run(event.value).then((value) => ({ value, done: false }));
+    event.done ? { value: undefined, done: true } : this.runEvent(this.run, event.value).then((value) => ({ value, done: false }));
 }
 
 function asFailure(error: unknown): never {

@@ -106,6 +106,30 @@ describe('who may open a socket', () => {
     await expect.poll(() => subscriptionsRunning(gateway.url)).toBe(running - 1);
   });
 
+  it('closes every socket whose credential expires at one moment at that moment, and no other', async () => {
+    const [soon, later] = [await tokenExpiringIn(clock, 1, 120), await tokenExpiringIn(clock, 2, 300)];
+    const sharing = [await connectAs(gateway.url, `Bearer ${soon}`), await connectAs(gateway.url, `Bearer ${soon}`)];
+    const closedFirst = await connectAs(gateway.url, `Bearer ${soon}`);
+    const lasting = await connectAs(gateway.url, `Bearer ${later}`);
+    await closedFirst.close();
+    await clock.advance(150_000);
+    for (const socket of sharing) expect(await socket.closed).toEqual({ code: 4403, reason: 'Forbidden: credential expired' });
+    expect(lasting.socket.readyState).toBe(lasting.socket.OPEN);
+    await clock.advance(180_000);
+    expect(await lasting.closed).toEqual({ code: 4403, reason: 'Forbidden: credential expired' });
+  });
+
+  it('closes a socket that sent no connection_init within 3 s with 4408, and keeps one that did', async () => {
+    const authenticated = await connectAs(gateway.url, `Bearer ${await gateway.token(1)}`);
+    sockets.push(authenticated);
+    const silent = await connect(gateway.url, { connectionParams: null });
+    await clock.advance(2_999);
+    expect(silent.socket.readyState).toBe(silent.socket.OPEN);
+    await clock.advance(1);
+    expect(await silent.closed).toEqual({ code: 4408, reason: 'Connection initialisation timeout' });
+    expect(authenticated.socket.readyState).toBe(authenticated.socket.OPEN);
+  });
+
   it('lets a browser page open a socket only from the server itself or a CORS_ORIGINS origin', async () => {
     const token = `Bearer ${await gateway.token(1)}`;
     const own = new URL(gateway.url).origin;
