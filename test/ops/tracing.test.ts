@@ -81,12 +81,15 @@ afterAll(async () => {
   if (scratch) await rm(scratch, { recursive: true, force: true });
 });
 
-/** The spans of one trace, once the span that ends it (the request's) has arrived. */
-function traceEndingWith(traceId: string, isLast: (span: ReceivedSpan) => boolean): Promise<ReceivedSpan[]> {
+/** The spans of one trace, once `complete` says all have arrived. */
+function traceOf(
+  traceId: string,
+  complete: (spans: ReceivedSpan[]) => boolean = (spans) => spans.some(isServerSpan),
+): Promise<ReceivedSpan[]> {
   return eventually(
     () => {
       const spans = receiver.spans().filter((span) => span.traceId === traceId);
-      return spans.some(isLast) ? spans : undefined;
+      return complete(spans) ? spans : undefined;
     },
     10_000,
     `the spans of trace ${traceId}`,
@@ -140,7 +143,7 @@ describe('traces over OTLP/HTTP, with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     const { traceId, spanId } = await logLineOf(response);
     expect(traceId).toMatch(/^[0-9a-f]{32}$/);
 
-    const spans = await traceEndingWith(String(traceId), isServerSpan);
+    const spans = await traceOf(String(traceId));
     expect(outline(spans)).toEqual([
       'GET /conversation/list (server)',
       '  query ListConversations (internal)',
@@ -175,7 +178,7 @@ describe('traces over OTLP/HTTP, with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     const response = await graphql('query Quota { quota }', { traceparent: caller.header });
     expect(response.status).toBe(200);
 
-    const spans = await traceEndingWith(caller.traceId, isServerSpan);
+    const spans = await traceOf(caller.traceId);
     const server = spans.find(isServerSpan)!;
     expect(server).toMatchObject({ name: 'POST /graphql', parentSpanId: caller.spanId });
     expect(spans.find((span) => span.name === 'query Quota')).toMatchObject({ parentSpanId: server.spanId });
@@ -187,7 +190,7 @@ describe('traces over OTLP/HTTP, with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     const response = await graphql('mutation Buy { buy(quota: 20) { ok quota } }', { traceparent: caller.header });
     expect(await response.json()).toEqual({ data: { buy: { ok: true, quota: 20 } } });
 
-    const spans = await traceEndingWith(caller.traceId, isServerSpan);
+    const spans = await traceOf(caller.traceId);
     const operation = spans.find((span) => span.name === 'mutation Buy')!;
     expect(operation).toMatchObject({ parentSpanId: spans.find(isServerSpan)!.spanId, attributes: { 'gateway.door': 'graphql' } });
     const children = spans.filter((span) => span.parentSpanId === operation.spanId);
@@ -241,7 +244,7 @@ describe('traces over OTLP/HTTP, with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
       body: JSON.stringify({ quota: 30 }),
     });
     expect(await response.text()).toBe(NOT_CONFIRMED);
-    const buy = (await traceEndingWith(caller.traceId, isServerSpan)).find((span) => span.name === 'mutation Buy')!;
+    const buy = (await traceOf(caller.traceId)).find((span) => span.name === 'mutation Buy')!;
     const orderId = buy.attributes['gateway.order_id'];
     expect(orderId).toEqual(expect.any(String));
 
@@ -258,6 +261,35 @@ describe('traces over OTLP/HTTP, with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     const statusCall = stub.calls.find((call) => call.path === '/app/payment/status' && (call.body as { order: string }).order === orderId);
     const [, traceId] = /^00-([0-9a-f]{32})-/.exec(statusCall?.traceparent ?? '') ?? [];
     expect(traceId).toBe(settlement.traceId);
+  });
+
+  it('makes a request through the sidecar one trace across both processes: the sidecar’s call upstream carries traceparent', async () => {
+    const sidecar = spawnNode('dist/cli/sidecar.js', ['--upstream', `${gateway.url}/graphql`, '--port', '0', '--host', '127.0.0.1'], {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_BSP_SCHEDULE_DELAY: '20',
+      LOG_LEVEL: 'info',
+    });
+    try {
+      const [, url] = (await sidecar.waitFor(/\((http:\/\/[\d.:]+)\)/, { stream: 'stderr' })) as unknown as [string, string];
+      const caller = traceparent();
+      const response = await fetch(`${url}/conversation/list`, { headers: { authorization: token, traceparent: caller.header } });
+      expect(response.status).toBe(200);
+
+      const spans = await traceOf(caller.traceId, (received) => received.filter(isServerSpan).length === 2);
+      expect(outline(spans)).toEqual([
+        'GET /conversation/list (server)',
+        '  POST (client)',
+        '    POST /graphql (server)',
+        '      query ListConversations (internal)',
+        '        find conversations (client)',
+      ]);
+      expect(spans.filter(isServerSpan).map((span) => span.service)).toEqual(
+        expect.arrayContaining(['chat-gateway-sidecar', 'chat-gateway']),
+      );
+    } finally {
+      sidecar.child.kill('SIGTERM');
+      await sidecar.exited;
+    }
   });
 
   it('records no credential, message content or query string in any span', async () => {
@@ -279,7 +311,7 @@ describe('traces over OTLP/HTTP, with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
       `,
       { traceparent: caller.header, 'x-api-key': API_KEY },
     );
-    await traceEndingWith(caller.traceId, isServerSpan);
+    await traceOf(caller.traceId);
 
     const exported = JSON.stringify(receiver.spans());
     for (const secret of [token, API_KEY, SECRET_CONTENT, 'Bearer', '?id=', 'messages']) expect(exported).not.toContain(secret);
@@ -291,6 +323,40 @@ describe('traces over OTLP/HTTP, with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
 
   it('loads the OpenTelemetry SDK only then', () => {
     expect(gateway.process.stderr()).toMatch(/^loaded module: .*\/@opentelemetry\/sdk-trace-node\//m);
+  });
+});
+
+describe('the standard OTEL_* variables', () => {
+  it('are read by the SDK: the protocol, the service name, the exporter’s headers and the sampler', async () => {
+    const collector = await startOtlpReceiver();
+    const configured = await startGatewayProcess({
+      LOG_LEVEL: 'info',
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: 'checkout-gateway',
+      OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-key=key-for-the-collector',
+      // New traces are not sampled; a caller's sampled trace is continued.
+      OTEL_TRACES_SAMPLER: 'parentbased_always_off',
+      OTEL_BSP_SCHEDULE_DELAY: '20',
+    });
+    try {
+      const unsampled = await fetch(`${configured.url}/quota`, { headers: { authorization: token } });
+      const caller = traceparent();
+      const sampled = await fetch(`${configured.url}/quota`, { headers: { authorization: token, traceparent: caller.header } });
+      expect([unsampled.status, sampled.status]).toEqual([200, 200]);
+      const spans = await eventually(
+        () => (collector.spans().some((span) => span.traceId === caller.traceId && isServerSpan(span)) ? collector.spans() : undefined),
+        10_000,
+        'the sampled trace',
+      );
+      expect(new Set(spans.map((span) => span.traceId))).toEqual(new Set([caller.traceId]));
+      expect(new Set(spans.map((span) => span.service))).toEqual(new Set(['checkout-gateway']));
+      expect([...collector.contentTypes()]).toEqual(['application/json']);
+      expect(collector.headers().every((headers) => headers['x-collector-key'] === 'key-for-the-collector')).toBe(true);
+    } finally {
+      await stopProcess(configured);
+      await collector.close();
+    }
   });
 });
 

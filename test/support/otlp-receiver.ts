@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** A span as an OTLP/HTTP exporter sent it, whichever encoding it used. */
@@ -30,6 +30,8 @@ export interface OtlpReceiver {
   spans(): ReceivedSpan[];
   /** The media types of the exports received. */
   contentTypes(): Set<string>;
+  /** The headers of each export received. */
+  headers(): IncomingHttpHeaders[];
   close(): Promise<void>;
 }
 
@@ -41,11 +43,13 @@ export interface OtlpReceiver {
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const spans: ReceivedSpan[] = [];
   const contentTypes = new Set<string>();
+  const headers: IncomingHttpHeaders[] = [];
   const server = createServer((request, response) => {
     void bodyOf(request).then((body) => {
       const contentType = request.headers['content-type'] ?? '';
       if (request.method !== 'POST' || request.url !== '/v1/traces') return response.writeHead(404).end();
       contentTypes.add(contentType);
+      headers.push(request.headers);
       spans.push(...(contentType.startsWith('application/json') ? spansFromJson(JSON.parse(body.toString())) : spansFromProtobuf(body)));
       response.writeHead(200, { 'content-type': contentType }).end(contentType.startsWith('application/json') ? '{}' : '');
     });
@@ -56,6 +60,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     spans: () => [...spans],
     contentTypes: () => contentTypes,
+    headers: () => [...headers],
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
