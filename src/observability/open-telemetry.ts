@@ -1,4 +1,5 @@
 import type { RequestListener } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import {
   type Attributes,
@@ -34,6 +35,8 @@ const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 
 /** An operation's span until its operation is known; it keeps this name when none is (unparsable, invalid). */
 const UNRESOLVED_OPERATION_SPAN = 'GraphQL Operation';
 const W3C_TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+/** How long a stop waits for the last spans to leave: a collector that does not answer must not hold up the stop. */
+const FLUSH_ON_STOP_MS = 2_000;
 
 /**
  * The OpenTelemetry SDK for Node, exporting over OTLP/HTTP (protobuf unless `http/json`). It reads
@@ -68,7 +71,7 @@ export async function openTelemetryTracing(config: TracingConfig, service: Trace
     activeSpanIds,
     async shutdown() {
       stopInstrumentations();
-      await provider.shutdown();
+      await Promise.race([provider.shutdown(), sleep(FLUSH_ON_STOP_MS, undefined, { ref: false })]);
     },
   };
 }

@@ -23,7 +23,7 @@ export interface Tracing {
   traceDatabaseCommands(client: MongoClient): void;
   /** The ids of the span work runs in now, for log lines: logs and traces meet on them. */
   activeSpanIds(): SpanIds | undefined;
-  /** Sends the spans still held, then stops. */
+  /** Sends the spans still held (waiting a bounded time for the collector), then stops. */
   shutdown(): Promise<void>;
 }
 
