@@ -352,7 +352,7 @@ function subscribeChecks(options: SubscriptionServerOptions) {
 function subscribeEach({ pipeline, createContext }: SubscriptionServerOptions) {
   return async function subscribe(args: ExecutionArgs): Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult> {
     const { caller, requestId, observation } = args.contextValue as RequestContext;
-    const source = await createSourceEventStream(args);
+    const source = await observation.within(() => createSourceEventStream(args));
     if (!(Symbol.asyncIterator in source)) {
       const refused = withFailureKinds(source);
       observation.finished(refused.errors);
@@ -373,6 +373,7 @@ function subscribeEach({ pipeline, createContext }: SubscriptionServerOptions) {
         }
         if (event.done) return { value: undefined, done: true };
         const context = createContext(caller, requestId, pipeline.observer.start('websocket', requestId));
+        context.observation.resolved(operation);
         const result = await pipeline.execution.execute({ document, operation, context, variables, rootValue: event.value });
         context.observation.finished(result.errors);
         return { value: result, done: false };
