@@ -16,6 +16,7 @@ import { BODY_LIMIT_BYTES } from './limits.js';
 import type { Logger } from './logger.js';
 import type { GatewayMetrics } from './observability/metrics.js';
 import { requestIdOf, requestLogging } from './observability/request-log.js';
+import type { SpanIds } from './observability/tracing.js';
 import type { OperationPipeline } from './operations/pipeline.js';
 import { type PlaygroundOptions, playgroundRouter } from './playground/playground.js';
 import { inProcessRunner } from './rest/in-process-runner.js';
@@ -48,6 +49,8 @@ export interface AppOptions {
   shutdown: Pick<Shutdown, 'stopping'>;
   metrics: GatewayMetrics;
   logger: Logger;
+  /** The ids of the span a request runs in, for its log line (`Tracing.activeSpanIds`). */
+  activeSpanIds: () => SpanIds | undefined;
   trustProxy: TrustProxy;
   /** Browser origins allowed to call the API (CORS); empty, none. */
   corsOrigins: readonly string[];
@@ -68,7 +71,7 @@ export function createApp(options: AppOptions): Express {
   // Every answer is no-store: an ETag would serve no cache, and cost a hash of each body.
   app.disable('etag');
   app.set('trust proxy', options.trustProxy);
-  app.use(securityHeaders, requestLogging(options.logger), metrics.recordRequests);
+  app.use(securityHeaders, requestLogging(options.logger, options.activeSpanIds), metrics.recordRequests);
 
   // Probes: no credentials, no rate limit, not in the request log. Scrapes: not logged either.
   app.use(

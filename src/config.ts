@@ -46,6 +46,18 @@ export interface Config {
    * instance), and what the server may hold unsent for one WebSocket before it drops it.
    */
   subscriptionCaps: { subscriptionsPerCaller: number; websocketsPerAddress: number; bufferedBytesPerWebsocket: number };
+  /** OpenTelemetry traces over OTLP/HTTP; absent (no endpoint, or the SDK disabled): nothing traced, nothing loaded. */
+  tracing: TracingConfig | undefined;
+}
+
+/**
+ * What decides whether traces are exported, and with which of the SDK's exporters. The SDK reads
+ * the other standard `OTEL_*` variables itself (the endpoint and its headers, the service name,
+ * the sampler, the batch schedule), from the same environment `.env` fills: parsing them here too
+ * would copy the SDK's rules, and drift from them.
+ */
+export interface TracingConfig {
+  protocol: 'http/protobuf' | 'http/json';
 }
 
 export interface SsoConfig {
@@ -151,6 +163,11 @@ function connectionStringProblem(uri: string): string | undefined {
   }
 }
 
+const otlpEndpoint = optionalText.refine(
+  (url) => url === undefined || (/^https?:\/\//.test(url) && URL.canParse(url)),
+  'must be an http(s) URL such as http://127.0.0.1:4318 (traces are sent over OTLP/HTTP)',
+);
+
 /** Every variable, with its default. `.env.example` lists the same names (a test keeps them in step). */
 const VARIABLES = {
   PORT: wholeNumber(0, 65535).default(4000),
@@ -207,9 +224,23 @@ const VARIABLES = {
   SUBSCRIPTIONS_PER_CALLER: wholeNumber(1, 1_000_000).default(20),
   WEBSOCKETS_PER_ADDRESS: wholeNumber(1, 1_000_000).default(100),
   WEBSOCKET_MAX_BUFFERED_BYTES: wholeNumber(1_024, 1_073_741_824).default(1_048_576),
+  OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint,
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otlpEndpoint,
+  OTEL_EXPORTER_OTLP_PROTOCOL: z
+    .enum(['http/protobuf', 'http/json'], 'must be http/protobuf or http/json (traces are sent over OTLP/HTTP; grpc is not offered)')
+    .default('http/protobuf'),
+  OTEL_SDK_DISABLED: z.enum(['true', 'false']).default('false'),
 };
 
 export type VariableName = keyof typeof VARIABLES;
+
+/** The variables `tracingConfig` reads, for the gateway and the sidecar alike. */
+const TRACING_VARIABLES = [
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_PROTOCOL',
+  'OTEL_SDK_DISABLED',
+] as const;
 /** Every variable the service reads, for the check that `.env.example` lists them all. */
 export const VARIABLE_NAMES = Object.keys(VARIABLES) as VariableName[];
 
@@ -328,7 +359,14 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       websocketsPerAddress: env.WEBSOCKETS_PER_ADDRESS,
       bufferedBytesPerWebsocket: env.WEBSOCKET_MAX_BUFFERED_BYTES,
     },
+    tracing: tracingConfig(env),
   };
+}
+
+/** Traces are exported when an OTLP endpoint is given (for all signals, or for traces), unless the SDK is disabled. */
+function tracingConfig(env: Variables<(typeof TRACING_VARIABLES)[number]>): TracingConfig | undefined {
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  return endpoint === undefined || env.OTEL_SDK_DISABLED === 'true' ? undefined : { protocol: env.OTEL_EXPORTER_OTLP_PROTOCOL };
 }
 
 /** Production waits for load balancers to notice the stop; elsewhere nobody is waiting. */
@@ -354,7 +392,16 @@ export function loadSsoStubConfig(environment: NodeJS.ProcessEnv = process.env):
 
 export type SidecarConfig = Pick<
   Config,
-  'port' | 'host' | 'production' | 'logLevel' | 'metricsToken' | 'trustProxy' | 'corsOrigins' | 'restBasePath' | 'shutdownDelayMs'
+  | 'port'
+  | 'host'
+  | 'production'
+  | 'logLevel'
+  | 'metricsToken'
+  | 'trustProxy'
+  | 'corsOrigins'
+  | 'restBasePath'
+  | 'shutdownDelayMs'
+  | 'tracing'
 >;
 
 /**
@@ -375,6 +422,7 @@ export function loadSidecarConfig(
     'CORS_ORIGINS',
     'REST_BASE_PATH',
     'SHUTDOWN_DELAY_MS',
+    ...TRACING_VARIABLES,
   ] as const;
   const env = loadVariables(names, {
     ...environment,
@@ -392,5 +440,6 @@ export function loadSidecarConfig(
     corsOrigins: env.CORS_ORIGINS,
     restBasePath: env.REST_BASE_PATH,
     shutdownDelayMs: shutdownDelayMs(env.SHUTDOWN_DELAY_MS, production),
+    tracing: tracingConfig(env),
   };
 }

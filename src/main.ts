@@ -32,6 +32,7 @@ await runCommand({
         deployment: config.deployment,
         playground: config.playground,
         subscriptions: subscriptionsLine(service),
+        traces: config.tracing?.protocol ?? 'off',
         demoToken: service.demoToken,
       },
       'listening',
@@ -64,6 +65,8 @@ function banner(config: Config, service: RunningService, database: string): stri
     `  database          ${database}`,
     `  subscriptions     ${subscriptionsLine(service)}`,
   ];
+  if (config.tracing)
+    lines.push(`  traces            OpenTelemetry over OTLP/HTTP (${config.tracing.protocol}), to the OTEL_EXPORTER_OTLP_* endpoint`);
   if (service.embeddedUri) lines.push('                    data is LOST when the process exits; set MONGODB_URI for a lasting database');
   if (!demoToken && !config.jwtSecret) {
     lines.push('', 'Tokens are signed with a secret made for this process: set JWT_SECRET to sign your own (npm run token).');

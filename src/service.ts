@@ -25,6 +25,7 @@ import { listen, type Scheduler, Shutdown } from './http/lifecycle.js';
 import { createHttpServer } from './http/server.js';
 import type { Logger } from './logger.js';
 import { createMetrics } from './observability/metrics.js';
+import { startTracing, type Tracing } from './observability/tracing.js';
 import { OperationPipeline } from './operations/pipeline.js';
 import { openApiDocument } from './rest/openapi.js';
 import { prepareRoutes, restLayerDocuments } from './rest/prepared-routes.js';
@@ -100,26 +101,31 @@ export async function startService(config: Config, logger: Logger, options: Serv
   const restRoutes = options.restRoutes ?? legacyRoutes;
   const trustedDocuments = await TrustedDocuments.load(config.persistedDocuments, restLayerDocuments(restRoutes));
 
-  // Database: the real one, or the embedded engine in this process.
-  const embedded = config.mongodbUri === undefined ? await startPrivateEngine() : undefined;
+  // Traces (the SDK is loaded only with an OTLP endpoint), then the database: the real one, or the embedded engine in this process.
+  const tracing = await startTracing(config.tracing, { name: 'chat-gateway', version: packageVersion }, logger);
+  let embedded: EmbeddedServer | undefined;
   let database: Database;
   try {
+    embedded = config.mongodbUri === undefined ? await startPrivateEngine() : undefined;
     database = await connectDatabase(config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME), logger);
   } catch (error) {
     await embedded?.close();
+    await tracing.shutdown();
     throw error;
   }
   try {
-    return await serve(config, logger, { ...options, restRoutes, trustedDocuments }, database, embedded);
+    tracing.traceDatabaseCommands(database.connection.getClient());
+    return await serve(config, logger, { ...options, restRoutes, trustedDocuments, tracing }, database, embedded);
   } catch (error) {
     // Nothing listens: what was opened is closed, so a refused start leaves nothing behind.
     await database.close();
     await embedded?.close();
+    await tracing.shutdown();
     throw error;
   }
 }
 
-type Started = ServiceOptions & { restRoutes: RestRoute[]; trustedDocuments: TrustedDocuments };
+type Started = ServiceOptions & { restRoutes: RestRoute[]; trustedDocuments: TrustedDocuments; tracing: Tracing };
 
 /** What the composition root has made so far, handed from one stage to the next. */
 interface Parts {
@@ -142,7 +148,7 @@ async function serve(
   embedded: EmbeddedServer | undefined,
 ): Promise<RunningService> {
   const clock = options.clock ?? systemClock;
-  const domains = createDomains(config, logger, database, clock);
+  const domains = createDomains(config, logger, database, clock, options.tracing);
   await buildIndexes(database.connection);
   const loadDemoData = await loadData(config, logger, domains, embedded !== undefined);
 
@@ -180,6 +186,8 @@ async function serve(
       await settlementSweep?.stop();
       await database.close();
       await embedded?.close();
+      // Last, so that the spans of everything above are sent.
+      await options.tracing.shutdown();
     },
   };
 }
@@ -196,7 +204,13 @@ async function startGraphQL({ config, logger, options, database, domains, subscr
     database,
     domainMetrics: [...(domains.billing.official?.metrics ?? []), ...subscriptions.metrics.all],
   });
-  const pipeline = new OperationPipeline({ schema, production: config.production, metrics: metrics.graphql, logger });
+  const pipeline = new OperationPipeline({
+    schema,
+    production: config.production,
+    metrics: metrics.graphql,
+    logger,
+    tracer: options.tracing.operations,
+  });
   const apollo = createApolloServer(pipeline, { production: config.production, httpServer, plugins: options.apolloPlugins });
   await apollo.start();
   return { restRoutes, httpServer, metrics, pipeline, apollo };
@@ -222,6 +236,7 @@ async function openDoors(parts: Parts, { restRoutes, httpServer, metrics, pipeli
     shutdown,
     metrics,
     logger,
+    activeSpanIds: options.tracing.activeSpanIds,
     trustedDocuments: options.trustedDocuments,
     openApi: JSON.stringify(openApiDocument(options.restRoutes, packageVersion, config.restBasePath)),
     readinessDetails: subscriptions.metrics.counts,
@@ -231,7 +246,7 @@ async function openDoors(parts: Parts, { restRoutes, httpServer, metrics, pipeli
     // The playground offers the printed demo token, except in production.
     playground: config.playground ? { demoToken: config.production ? undefined : parts.demoToken } : undefined,
   });
-  httpServer.on('request', app);
+  httpServer.on('request', options.tracing.serveRequests(app));
   // Subscriptions: WebSockets upgraded from the same server, on /graphql too.
   const subscriptionServer = startSubscriptionServer({
     httpServer,
@@ -255,10 +270,11 @@ async function openDoors(parts: Parts, { restRoutes, httpServer, metrics, pipeli
 }
 
 /** Each domain's factory, bound to the database: stores, a service per caller, resolvers. */
-function createDomains(config: Config, logger: Logger, { connection }: Database, clock: Clock): Domains {
+function createDomains(config: Config, logger: Logger, { connection }: Database, clock: Clock, tracing: Tracing): Domains {
   const accounts = createAccounts(connection);
   const conversations = createConversations(connection, logger);
-  const billing = createBilling({ connection, accounts: accounts.store, sso: config.sso, settlement: config.settlement, logger, clock });
+  const { sso, settlement } = config;
+  const billing = createBilling({ connection, accounts: accounts.store, sso, settlement, logger, clock, tracing: tracing.purchases });
   return { accounts, conversations, billing };
 }
 

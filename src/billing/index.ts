@@ -5,6 +5,7 @@ import type { Caller } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
+import type { PurchaseTracing } from '../observability/tracing.js';
 import { billingResolvers } from './billing.resolvers.js';
 import { BillingService } from './billing.service.js';
 import { giftGrantModel } from './gift-grant.model.js';
@@ -21,12 +22,15 @@ export interface BillingOptions {
   logger: Logger;
   /** The system's unless a test moves time by hand. */
   clock?: Clock;
+  /** How purchases are traced; not at all unless given. */
+  tracing?: PurchaseTracing;
 }
 
 /** Balances, purchases and gift packages: a service per caller and their resolvers. */
-export function createBilling({ connection, accounts, sso, settlement, logger, clock }: BillingOptions) {
+export function createBilling({ connection, accounts, sso, settlement, logger, clock, tracing }: BillingOptions) {
   const models = { purchases: purchaseModel(connection), giftGrants: giftGrantModel(connection) };
-  const officialBilling = sso === undefined ? undefined : createOfficialBilling({ models, accounts, sso, settlement, logger, clock });
+  const officialBilling =
+    sso === undefined ? undefined : createOfficialBilling({ models, accounts, sso, settlement, logger, clock, tracing });
   return {
     models,
     /** Present on the official deployment: purchases (whose sweep settles the unfinished ones), gifts and the SSO client. */

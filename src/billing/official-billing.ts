@@ -4,6 +4,7 @@ import type { AccountStore } from '../accounts/account.store.js';
 import { type Clock, systemClock } from '../clock.js';
 import type { SsoConfig } from '../config.js';
 import type { Logger } from '../logger.js';
+import type { PurchaseTracing } from '../observability/tracing.js';
 import type { GiftGrantModel } from './gift-grant.model.js';
 import { GiftGrantStore } from './gift-grant.store.js';
 import type { PurchaseModel } from './purchase.model.js';
@@ -32,6 +33,8 @@ export interface OfficialBillingOptions {
   logger: Logger;
   /** The system's unless a test moves time by hand. */
   clock?: Clock;
+  /** How purchases are traced; not at all unless given. */
+  tracing?: PurchaseTracing;
 }
 
 export function createOfficialBilling(options: OfficialBillingOptions): OfficialBilling {
@@ -39,7 +42,7 @@ export function createOfficialBilling(options: OfficialBillingOptions): Official
   const sso = createSsoClient({ ...options.sso, logger });
   const store = new PurchaseStore(options.models.purchases);
   const metrics = purchaseMetrics(store, clock);
-  const purchases = new PurchaseLifecycle(options.accounts, store, sso, settlement, clock, metrics, logger);
+  const purchases = new PurchaseLifecycle(options.accounts, store, sso, settlement, clock, metrics, logger, options.tracing);
   return {
     sso,
     purchases,

@@ -6,6 +6,7 @@ import type { AccountStore } from '../accounts/account.store.js';
 import { pointsToMicros } from '../accounts/points.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
+import { NO_TRACING, type PurchaseTracing } from '../observability/tracing.js';
 import { type DeclineReason, type PurchaseRecord, type PurchaseState, UNFINISHED_STATES } from './purchase.model.js';
 import type { PurchaseClose, PurchaseStore, PurchaseTerms } from './purchase.store.js';
 import type { PurchaseMetrics } from './purchase-metrics.js';
@@ -129,6 +130,7 @@ export class PurchaseLifecycle {
     private readonly clock: Clock,
     private readonly metrics: PurchaseMetrics,
     private readonly logger: Logger,
+    private readonly tracing: PurchaseTracing = NO_TRACING.purchases,
   ) {
     this.leaseMs = sso.callWindowMs + LEASE_SLACK_MS;
   }
@@ -140,7 +142,15 @@ export class PurchaseLifecycle {
    */
   async buy(buyer: Buyer): Promise<BuyResult> {
     for (let attempt = 1; attempt <= KEY_ATTEMPTS; attempt += 1) {
-      const terms: PurchaseTerms = { orderId: randomUUID(), ...buyer, amount: buyer.quota / POINTS_PER_MONEY_UNIT };
+      const orderId = randomUUID();
+      // Stored with the purchase when the buy is traced, so that its settlement, wherever and whenever, links back to it.
+      const traceparent = this.tracing.opening(orderId);
+      const terms: PurchaseTerms = {
+        orderId,
+        ...buyer,
+        amount: buyer.quota / POINTS_PER_MONEY_UNIT,
+        ...(traceparent === undefined ? {} : { traceparent }),
+      };
       const owner = this.newLeaseOwner();
       if (await this.store.open(terms, owner, this.at(0), this.at(this.leaseMs))) return this.charge(terms, owner);
       // Only a key held by another purchase keeps one from being opened.
@@ -265,11 +275,15 @@ export class PurchaseLifecycle {
    * and moves it accordingly. Never throws; its state afterwards, or undefined when it was not taken.
    */
   settle(orderId: string): Promise<PurchaseState | undefined> {
-    return this.exclusively(orderId, async () => {
-      const owner = this.newLeaseOwner();
-      const purchase = await this.store.claimDue(orderId, owner, this.at(0), this.at(this.leaseMs));
-      return purchase === null ? undefined : this.work(purchase, owner);
-    });
+    return this.exclusively(orderId, () =>
+      this.tracing.settling(orderId, async (openedIn) => {
+        const owner = this.newLeaseOwner();
+        const purchase = await this.store.claimDue(orderId, owner, this.at(0), this.at(this.leaseMs));
+        if (purchase === null) return undefined;
+        openedIn(purchase.traceparent);
+        return this.work(purchase, owner);
+      }),
+    );
   }
 
   /** One pass over the unfinished purchases that are due. */

@@ -45,6 +45,11 @@ export interface PurchaseRecord {
   leaseOwner?: string;
   /** Still open past the settlement horizon: an operator should look at it. It is still checked. */
   reviewSince?: Date;
+  /**
+   * The W3C trace context of the span that opened it, when that buy was traced and sampled: its
+   * settlement, by whichever instance and however much later, is a span linked to it.
+   */
+  traceparent?: string;
 }
 
 export type PurchaseModel = Model<PurchaseRecord>;
@@ -67,6 +72,7 @@ const purchaseSchema = new Schema<PurchaseRecord>(
     nextCheckAt: { type: Date },
     leaseOwner: { type: String },
     reviewSince: { type: Date },
+    traceparent: { type: String },
   },
   // Times come from the purchases module's clock, not from Mongoose's timestamps.
   { collection: 'purchases', versionKey: false },

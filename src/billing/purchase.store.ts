@@ -2,7 +2,7 @@ import { isDuplicateKey } from '../db/duplicate-key.js';
 import { type DeclineReason, type PurchaseModel, type PurchaseRecord, type PurchaseState, UNFINISHED_STATES } from './purchase.model.js';
 
 /** What a purchase is worked on with: the order, who pays it and what it buys (and the buyer's key for it, if any). */
-export type PurchaseTerms = Pick<PurchaseRecord, 'orderId' | 'userId' | 'username' | 'quota' | 'amount' | 'idempotencyKey'>;
+export type PurchaseTerms = Pick<PurchaseRecord, 'orderId' | 'userId' | 'username' | 'quota' | 'amount' | 'idempotencyKey' | 'traceparent'>;
 
 export type PurchaseClose = { state: 'credited'; late: boolean } | { state: 'declined'; reason: DeclineReason };
 

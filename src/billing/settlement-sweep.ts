@@ -1,3 +1,5 @@
+import { AsyncResource } from 'node:async_hooks';
+
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import type { PurchaseLifecycle } from './purchase-lifecycle.js';
@@ -27,7 +29,9 @@ export function startSettlementSweep(purchases: PurchaseLifecycle, clock: Clock,
     cancelTimer = clock.schedule(run, Math.max(0, at - clock.now()));
   };
 
-  const run = (): Promise<void> => {
+  // A pass runs in the context the sweep started in, never in that of what woke it (a buy whose
+  // provider did not answer): its work is no part of that request, nor of its trace.
+  const run = AsyncResource.bind((): Promise<void> => {
     cancelTimer = undefined;
     wakeAt = Number.POSITIVE_INFINITY;
     pass = (async () => {
@@ -45,7 +49,7 @@ export function startSettlementSweep(purchases: PurchaseLifecycle, clock: Clock,
       pass = undefined;
     });
     return pass;
-  };
+  });
 
   purchases.onDue((at) => {
     if (stopped) return;

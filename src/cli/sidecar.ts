@@ -14,8 +14,8 @@ gateway, /openapi.json, /healthz, /readyz (the upstream answers) and /metrics.
   --port N          port to listen on (default: PORT, else 4000; 0 picks a free one)
   --host H          address to listen on (default: HOST, else 0.0.0.0)
   --timeout-ms MS   how long to wait for the upstream before answering 503 (default 5000)
-Reads PORT, HOST, NODE_ENV, LOG_LEVEL, METRICS_TOKEN, TRUST_PROXY, CORS_ORIGINS, REST_BASE_PATH
-and SHUTDOWN_DELAY_MS as the gateway does. Exit codes: 0 stopped, 1 failed (upstream unreachable, port in use), 2 bad arguments
+Reads PORT, HOST, NODE_ENV, LOG_LEVEL, METRICS_TOKEN, TRUST_PROXY, CORS_ORIGINS, REST_BASE_PATH,
+SHUTDOWN_DELAY_MS and the OTEL_* variables (traces) as the gateway does. Exit codes: 0 stopped, 1 failed (upstream unreachable, port in use), 2 bad arguments
 or configuration.`;
 
 await runCommand({

@@ -13,22 +13,36 @@ export interface RequestOutcome {
   durationSeconds: number;
 }
 
-/** Calls `done` once when the request ends: answered, or abandoned by the client. */
+/** What waits for one request's end: when it began, and who wants to know. */
+interface Waiting {
+  started: bigint;
+  done: ((outcome: RequestOutcome) => void)[];
+}
+
+const waiting = new WeakMap<Response, Waiting>();
+
+/**
+ * Calls `done` once when the request ends: answered, or abandoned by the client. Every caller on
+ * one request (the log, the metrics) shares one listener and one clock, started by the first.
+ */
 export function whenRequestEnds(request: Request, response: Response, done: (outcome: RequestOutcome) => void): void {
-  const started = process.hrtime.bigint();
-  let ended = false;
-  const end = () => {
-    if (ended) return;
-    ended = true;
-    done({
+  const known = waiting.get(response);
+  if (known !== undefined) {
+    known.done.push(done);
+    return;
+  }
+  const entry: Waiting = { started: process.hrtime.bigint(), done: [done] };
+  waiting.set(response, entry);
+  // A response emits `close` once, after its end or when its connection went first.
+  response.once('close', () => {
+    const outcome = {
       route: routePattern(request),
       // As nginx logs it: once the answer has begun, its status, even if the client went before its end.
       status: response.headersSent ? response.statusCode : CLIENT_CLOSED_REQUEST,
-      durationSeconds: Number(process.hrtime.bigint() - started) / 1e9,
-    });
-  };
-  response.once('finish', end);
-  response.once('close', end);
+      durationSeconds: Number(process.hrtime.bigint() - entry.started) / 1e9,
+    };
+    for (const tell of entry.done) tell(outcome);
+  });
 }
 
 /**

@@ -5,11 +5,12 @@ import type { RequestHandler } from 'express';
 
 import type { Logger } from '../logger.js';
 import { whenRequestEnds } from './request-end.js';
+import type { SpanIds } from './tracing.js';
 
 /** An incoming id is kept when it is short and printable, so it can be followed across services. */
 const ACCEPTED_ID = /^[\w.:-]{1,128}$/;
-/** Probes and scrapes are counted in the metrics but not logged: they would drown the log. */
-const UNLOGGED_ROUTES = new Set(['/healthz', '/readyz', '/metrics']);
+/** Probes and scrapes are counted in the metrics but neither logged nor traced: they would drown both. */
+export const QUIET_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
 
 declare module 'node:http' {
   interface IncomingMessage {
@@ -23,12 +24,14 @@ declare module 'node:http' {
 /**
  * Gives every request an id (the caller's `X-Request-Id` or a new one), echoed in the
  * response and bound to `request.log`, and writes one line per request when it ends: id,
- * caller, route (and GraphQL operation), status, duration. Deliberately nothing from headers,
+ * caller, route (and GraphQL operation), status, duration, and the ids of its trace and server
+ * span when it is traced (`activeSpanIds`), so that logs and traces meet. Deliberately nothing from headers,
  * query strings or bodies: no credentials or contents reach the log. Nothing is built for the
  * line unless its level is logged, and `request.log` is made only when something logs through it.
  */
-export function requestLogging(logger: Logger): RequestHandler {
+export function requestLogging(logger: Logger, activeSpanIds: () => SpanIds | undefined = () => undefined): RequestHandler {
   return (request, response, next) => {
+    const spanIds = activeSpanIds();
     const incoming = request.headers['x-request-id'];
     const requestId = typeof incoming === 'string' && ACCEPTED_ID.test(incoming) ? incoming : randomUUID();
     response.setHeader('X-Request-Id', requestId);
@@ -36,7 +39,7 @@ export function requestLogging(logger: Logger): RequestHandler {
     let requestLogger: Logger | undefined;
     Object.defineProperty(request, 'log', { get: () => (requestLogger ??= logger.child({ requestId })) });
     whenRequestEnds(request, response, ({ route, status, durationSeconds }) => {
-      if (UNLOGGED_ROUTES.has(route)) return;
+      if (QUIET_ROUTES.has(route)) return;
       const failed = status >= 500;
       if (!logger.isLevelEnabled(failed ? 'error' : 'info')) return;
       const { locals } = response;
@@ -48,6 +51,7 @@ export function requestLogging(logger: Logger): RequestHandler {
         status,
         durationMs: Math.round(durationSeconds * 1000),
         userId: locals.caller?.userId,
+        ...spanIds,
       };
       if (failed) logger.error(line, 'request failed');
       else logger.info(line, 'request');

@@ -53,7 +53,12 @@ export class Execution {
 
   constructor(private readonly schema: GraphQLSchema) {}
 
-  async execute(request: ExecutionRequest): Promise<ExecutionResult> {
+  /** Runs inside the operation's span (`Observation.within`): the database commands and provider calls it makes are its spans. */
+  execute(request: ExecutionRequest): Promise<ExecutionResult> {
+    return request.context.observation.within(() => this.run(request));
+  }
+
+  private async run(request: ExecutionRequest): Promise<ExecutionResult> {
     const query = this.compiledFor(request);
     request.context.observation.executed(query === null ? 'graphql-js' : 'compiled');
     if (query === null) return withFailureKinds(await this.interpret(request));

@@ -4,6 +4,7 @@ import { codeOf, INTERNAL_CODE } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { type GraphQLMetrics, type OperationLabels, UNRESOLVED_OPERATION } from '../observability/graphql-metrics.js';
 import { boundedOperationName } from '../observability/request-labels.js';
+import { NO_TRACING, type OperationTracer } from '../observability/tracing.js';
 import type { ExecutorKind } from './execution.js';
 
 /** Where an operation came in. */
@@ -19,23 +20,28 @@ export interface Observation {
   readonly operationName: string | undefined;
   resolved(operation: OperationDefinitionNode): void;
   executed(executor: ExecutorKind): void;
+  /** Runs `work` (its execution) inside the operation's span, so that what it does are spans of the operation. */
+  within<T>(work: () => T): T;
   /** The operation was answered with these errors (none: a success). Ends the observation; later calls are ignored. */
   finished(errors: readonly GraphQLError[] | undefined): void;
 }
 
 /**
- * The observe stage: the one place operations are counted, timed and their unexpected errors
- * logged (with their request and operation, once), whatever the door.
+ * The observe stage: the one place operations are counted, timed, traced (a span each, in the
+ * context the door started it in) and their unexpected errors logged (with their request and
+ * operation, once), whatever the door.
  */
 export class OperationObserver {
   constructor(
     private readonly metrics: GraphQLMetrics,
     private readonly logger: Logger,
+    private readonly tracer: OperationTracer = NO_TRACING.operations,
   ) {}
 
   start(door: Door, requestId: string): Observation {
     const { metrics, logger } = this;
     const startedAt = process.hrtime.bigint();
+    const span = this.tracer.start(door);
     let operation: OperationLabels = UNRESOLVED_OPERATION;
     let operationName: string | undefined;
     let ended = false;
@@ -46,13 +52,16 @@ export class OperationObserver {
       resolved(definition) {
         operationName = boundedOperationName(definition.name?.value ?? 'anonymous');
         operation = { name: operationName, type: definition.operation };
+        span.named(definition.operation, definition.name === undefined ? undefined : operationName);
       },
       executed: (executor) => metrics.executed(executor),
+      within: (work) => span.within(work),
       finished(errors = []) {
         if (ended) return;
         ended = true;
         const codes = errors.map(codeOf);
         metrics.operationFinished(operation, codes, Number(process.hrtime.bigint() - startedAt) / 1e9);
+        span.end(codes);
         errors.forEach((error, index) => {
           if (codes[index] !== INTERNAL_CODE) return;
           logger.error(

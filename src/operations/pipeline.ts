@@ -11,6 +11,7 @@ import type { RequestContext } from '../context.js';
 import { badRequest, failureOf } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { GraphQLMetrics } from '../observability/graphql-metrics.js';
+import type { OperationTracer } from '../observability/tracing.js';
 import { Documents } from './documents.js';
 import { Execution } from './execution.js';
 import { ErrorFormat } from './format.js';
@@ -39,13 +40,16 @@ export interface PipelineOptions {
   production: boolean;
   metrics: GraphQLMetrics;
   logger: Logger;
+  /** A span per operation; none unless given. */
+  tracer?: OperationTracer;
 }
 
 /**
  * The one place that knows how a GraphQL operation runs, for every door: *document* (parse and
  * validate once per text, one bounded cache), *limits* (depth, aliases and directives while
  * validating; the cost once per request, from its variables), *execute* (graphql-jit compiled
- * once, one bounded cache), *format* (errors in a GraphQL answer) and *observe* (metrics, logs).
+ * once, one bounded cache), *format* (errors in a GraphQL answer) and *observe* (metrics, logs,
+ * a span per operation).
  *
  * `/graphql` reaches these stages through Apollo Server's own extension points (its document
  * store, validation rules, executor, `formatError` and a plugin: `graphql/apollo.ts`); the REST
@@ -63,7 +67,7 @@ export class OperationPipeline {
     this.documents = new Documents(options.schema);
     this.execution = new Execution(options.schema);
     this.format = new ErrorFormat(options.production);
-    this.observer = new OperationObserver(options.metrics, options.logger);
+    this.observer = new OperationObserver(options.metrics, options.logger, options.tracer);
   }
 
   /**

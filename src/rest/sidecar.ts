@@ -11,6 +11,7 @@ import { createHttpServer } from '../http/server.js';
 import type { Logger } from '../logger.js';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.js';
 import { requestLogging } from '../observability/request-log.js';
+import { startTracing, type Tracing } from '../observability/tracing.js';
 import { crossOrigin } from '../security/cross-origin.js';
 import { securityHeaders } from '../security/http-headers.js';
 import { packageVersion } from '../version.js';
@@ -47,8 +48,10 @@ export async function startSidecar(options: SidecarOptions): Promise<RunningSide
   await probeUpstream(upstream, timeoutMs);
   const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
   const metrics = createMetrics({ token: config.metricsToken, production: config.production });
-  const app = sidecarApp(options, shutdown, metrics);
-  const server = createHttpServer().on('request', app);
+  // Each request a span, whose call upstream carries its `traceparent`: the gateway's spans join the same trace.
+  const tracing = await startTracing(config.tracing, { name: 'chat-gateway-sidecar', version: packageVersion }, options.logger);
+  const app = sidecarApp(options, shutdown, metrics, tracing);
+  const server = createHttpServer().on('request', tracing.serveRequests(app));
   const { drain } = drainable(server);
   await listen(server, config.port, config.host);
   const { port } = server.address() as AddressInfo;
@@ -59,11 +62,12 @@ export async function startSidecar(options: SidecarOptions): Promise<RunningSide
       await shutdown.begin();
       await drain();
       metrics.stop();
+      await tracing.shutdown();
     },
   };
 }
 
-function sidecarApp(options: SidecarOptions, shutdown: Shutdown, metrics: GatewayMetrics): Express {
+function sidecarApp(options: SidecarOptions, shutdown: Shutdown, metrics: GatewayMetrics, tracing: Tracing): Express {
   const { upstream, timeoutMs } = options;
   const app = express();
   app.disable('x-powered-by');
@@ -71,7 +75,7 @@ function sidecarApp(options: SidecarOptions, shutdown: Shutdown, metrics: Gatewa
   app.disable('etag');
   app.set('trust proxy', options.config.trustProxy);
   // Request ids are forwarded upstream, so one id runs through both logs.
-  app.use(securityHeaders, requestLogging(options.logger), metrics.recordRequests);
+  app.use(securityHeaders, requestLogging(options.logger, tracing.activeSpanIds), metrics.recordRequests);
   app.use(healthRoutes({ ping: (ms) => probeUpstream(upstream, ms), unavailable: 'upstream unavailable' }, shutdown));
   if (metrics.endpoint) app.get('/metrics', metrics.endpoint);
   app.use(crossOrigin(options.config.corsOrigins));

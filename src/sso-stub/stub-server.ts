@@ -45,6 +45,8 @@ export interface SsoStubCall {
   path: string;
   /** The parsed JSON body, the raw text when it was not JSON, or `undefined` when empty. */
   body: unknown;
+  /** The W3C trace context the caller sent along (a traced gateway does), when it sent one. */
+  traceparent?: string;
 }
 
 export interface SsoStub {
@@ -188,7 +190,12 @@ class StubHandler {
   async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const path = new URL(request.url ?? '/', 'http://stub').pathname;
     const body = await readBody(request);
-    this.calls.push({ path, body: body.kind === 'json' ? body.value : body.kind === 'text' ? body.text : undefined });
+    const { traceparent } = request.headers;
+    this.calls.push({
+      path,
+      body: body.kind === 'json' ? body.value : body.kind === 'text' ? body.text : undefined,
+      ...(typeof traceparent === 'string' ? { traceparent } : {}),
+    });
     const result = await this.reply(request, path, body);
     if (this.faults.delayMs) await this.delay(this.faults.delayMs);
     if (response.destroyed) return;

@@ -405,7 +405,8 @@ function subscribeEach({ pipeline, createContext }: SubscriptionServerOptions, r
     const { caller, requestId } = request;
     const observation = request.observation!;
     request.observation = undefined;
-    const source = await createSourceEventStream({ ...args, contextValue: createContext(caller, requestId, observation) });
+    const contextValue = createContext(caller, requestId, observation);
+    const source = await observation.within(() => createSourceEventStream({ ...args, contextValue }));
     if (!(Symbol.asyncIterator in source)) {
       const refused = withFailureKinds(source);
       observation.finished(refused.errors);

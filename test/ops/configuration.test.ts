@@ -63,3 +63,28 @@ describe('the sidecar’s HOST and PORT', () => {
     });
   });
 });
+
+describe('the OTEL_* variables', () => {
+  it('turn traces on with an OTLP endpoint, for all signals or for traces alone, unless the SDK is disabled', () => {
+    expect(loadConfig({}).tracing).toBeUndefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({ protocol: 'http/protobuf' });
+    expect(
+      loadConfig({
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://collector.example.com/v1/traces',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      }).tracing,
+    ).toEqual({ protocol: 'http/json' });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracing).toBeUndefined();
+    expect(loadSidecarConfig({}, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({ protocol: 'http/protobuf' });
+  });
+
+  it('refuse what cannot be sent over OTLP/HTTP, one clear line each', () => {
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(
+      [
+        'Invalid configuration:',
+        '  - OTEL_EXPORTER_OTLP_ENDPOINT must be an http(s) URL such as http://127.0.0.1:4318 (traces are sent over OTLP/HTTP)',
+        '  - OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json (traces are sent over OTLP/HTTP; grpc is not offered)',
+      ].join('\n'),
+    );
+  });
+});

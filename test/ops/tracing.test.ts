@@ -1,0 +1,380 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
+import type { SsoStub } from '../../src/sso-stub/stub-server.js';
+import { NOT_CONFIRMED, officialProcessEnvironment, startStub } from '../billing/official.js';
+import { startTestDatabase, type TestDatabase } from '../support/database.js';
+import { eventually } from '../support/eventually.js';
+import { TEST_JWT_SECRET } from '../support/gateway.js';
+import { type NodeProcess, spawnNode } from '../support/node-process.js';
+import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver.js';
+import { connectAs, type TestSocket } from '../support/websocket.js';
+
+const SECRET_CONTENT = 'a message nobody but its author may read';
+const API_KEY = 'sk-tess-tracing-0123456789abcdef';
+/** Makes a gateway process print each @opentelemetry module it loads (see the file). */
+const LOADED_MODULES = `--import=${pathToFileURL('test/support/loaded-modules.mjs').href}`;
+
+interface GatewayProcess {
+  process: NodeProcess;
+  url: string;
+}
+
+let receiver: OtlpReceiver;
+let stub: SsoStub;
+let database: TestDatabase;
+let scratch: string;
+let gateway: GatewayProcess;
+let token: string;
+const sockets: TestSocket[] = [];
+
+async function startGatewayProcess(environment: Record<string, string>): Promise<GatewayProcess> {
+  const process = spawnNode('dist/main.js', [], {
+    ...officialProcessEnvironment(stub, database.uri, environment),
+    NODE_OPTIONS: LOADED_MODULES,
+  });
+  const [, url] = (await process.waitFor(/listening on (http:\/\/[\d.:]+)/, { timeoutMs: 30_000, stream: 'stderr' })) as unknown as [
+    string,
+    string,
+  ];
+  return { process, url };
+}
+
+async function stopProcess(running: GatewayProcess | undefined): Promise<void> {
+  if (running === undefined || running.process.child.exitCode !== null) return;
+  running.process.child.kill('SIGTERM');
+  await running.process.exited;
+}
+
+beforeAll(async () => {
+  [receiver, stub, database] = await Promise.all([startOtlpReceiver(), startStub({ tess: { wallet: 100 } }), startTestDatabase()]);
+  scratch = await mkdtemp(join(tmpdir(), 'tracing-'));
+  const seedFile = join(scratch, 'seed.json');
+  const messages = [{ role: 'user', content: SECRET_CONTENT }];
+  await writeFile(
+    seedFile,
+    JSON.stringify({
+      users: [{ id: 7, username: 'tess', quota: 0, apiKeys: [API_KEY] }],
+      conversations: [1, 2].map((id) => ({ userId: 7, id, name: `Chat ${id}`, model: 'gpt-4o', enableWeb: false, messages })),
+    }),
+  );
+  gateway = await startGatewayProcess({
+    SEED_FILE: seedFile,
+    LOG_LEVEL: 'info',
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    // Spans leave within 20 ms of their end, so that the tests wait on what arrives rather than on a flush.
+    OTEL_BSP_SCHEDULE_DELAY: '20',
+  });
+  token = await signAccessToken(secretKey(TEST_JWT_SECRET), 7);
+});
+
+afterAll(async () => {
+  await Promise.all(sockets.map((socket) => socket.close()));
+  await stopProcess(gateway);
+  await Promise.all([receiver?.close(), stub?.close(), database?.stop()]);
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+});
+
+/** The spans of one trace, once `complete` says all have arrived. */
+function traceOf(
+  traceId: string,
+  complete: (spans: ReceivedSpan[]) => boolean = (spans) => spans.some(isServerSpan),
+): Promise<ReceivedSpan[]> {
+  return eventually(
+    () => {
+      const spans = receiver.spans().filter((span) => span.traceId === traceId);
+      return complete(spans) ? spans : undefined;
+    },
+    10_000,
+    `the spans of trace ${traceId}`,
+  );
+}
+
+const isServerSpan = (span: ReceivedSpan) => span.kind === 'server';
+
+/** A trace as an indented outline, `name (kind)` per span, children in name order: what a trace viewer shows. */
+function outline(spans: ReceivedSpan[], parent?: string, depth = 0): string[] {
+  return spans
+    .filter((span) => span.parentSpanId === parent || (depth === 0 && !spans.some((other) => other.spanId === span.parentSpanId)))
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .flatMap((span) => [`${'  '.repeat(depth)}${span.name} (${span.kind})`, ...outline(spans, span.spanId, depth + 1)]);
+}
+
+/** The request log line of the response's `X-Request-Id`. */
+function logLineOf(response: Response): Promise<Record<string, unknown>> {
+  const requestId = response.headers.get('x-request-id');
+  return eventually(
+    () =>
+      gateway.process
+        .stdout()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .find((line) => line.msg === 'request' && line.requestId === requestId),
+    5_000,
+    `the log line of request ${requestId}`,
+  );
+}
+
+function traceparent(): { header: string; traceId: string; spanId: string } {
+  const traceId = randomBytes(16).toString('hex');
+  const spanId = randomBytes(8).toString('hex');
+  return { header: `00-${traceId}-${spanId}-01`, traceId, spanId };
+}
+
+async function graphql(query: string, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${gateway.url}/graphql`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ query }),
+  });
+}
+
+describe('traces over OTLP/HTTP, with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
+  it('makes a REST list one trace: the HTTP request, its GraphQL operation, and the operation’s database commands', async () => {
+    const response = await fetch(`${gateway.url}/conversation/list`, { headers: { authorization: token } });
+    expect(response.status).toBe(200);
+    const { traceId, spanId } = await logLineOf(response);
+    expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+
+    const spans = await traceOf(String(traceId));
+    expect(outline(spans)).toEqual([
+      'GET /conversation/list (server)',
+      '  query ListConversations (internal)',
+      '    find conversations (client)',
+    ]);
+    const server = spans.find(isServerSpan)!;
+    // The log line names the request's server span: logs and traces meet.
+    expect(server.spanId).toBe(spanId);
+    expect(server.parentSpanId).toBeUndefined();
+    expect(server.service).toBe('chat-gateway');
+    expect(server.attributes).toEqual({
+      'http.request.method': 'GET',
+      'url.scheme': 'http',
+      'http.route': '/conversation/list',
+      'http.response.status_code': 200,
+    });
+    expect(spans.find((span) => span.name === 'query ListConversations')?.attributes).toEqual({
+      'gateway.door': 'rest',
+      'graphql.operation.type': 'query',
+      'graphql.operation.name': 'ListConversations',
+    });
+    expect(spans.find((span) => span.name === 'find conversations')?.attributes).toMatchObject({
+      'db.system.name': 'mongodb',
+      'db.operation.name': 'find',
+      'db.collection.name': 'conversations',
+      'db.namespace': database.dbName,
+    });
+  });
+
+  it('continues the trace of a caller that sends traceparent', async () => {
+    const caller = traceparent();
+    const response = await graphql('query Quota { quota }', { traceparent: caller.header });
+    expect(response.status).toBe(200);
+
+    const spans = await traceOf(caller.traceId);
+    const server = spans.find(isServerSpan)!;
+    expect(server).toMatchObject({ name: 'POST /graphql', parentSpanId: caller.spanId });
+    expect(spans.find((span) => span.name === 'query Quota')).toMatchObject({ parentSpanId: server.spanId });
+    expect((await logLineOf(response)).traceId).toBe(caller.traceId);
+  });
+
+  it('makes a GraphQL buy one trace whose call to the provider is a client span that sent the provider its traceparent', async () => {
+    const caller = traceparent();
+    const response = await graphql('mutation Buy { buy(quota: 20) { ok quota } }', { traceparent: caller.header });
+    expect(await response.json()).toEqual({ data: { buy: { ok: true, quota: 20 } } });
+
+    const spans = await traceOf(caller.traceId);
+    const operation = spans.find((span) => span.name === 'mutation Buy')!;
+    expect(operation).toMatchObject({ parentSpanId: spans.find(isServerSpan)!.spanId, attributes: { 'gateway.door': 'graphql' } });
+    const children = spans.filter((span) => span.parentSpanId === operation.spanId);
+    expect(children.filter((span) => span.attributes['db.system.name'] === 'mongodb').map((span) => span.name)).toEqual(
+      expect.arrayContaining(['insert purchases', 'update users']),
+    );
+    const providerCall = children.find((span) => span.attributes['url.path'] === '/app/payment')!;
+    expect(providerCall).toMatchObject({ name: 'POST', kind: 'client', attributes: { 'http.response.status_code': 200 } });
+    const payment = stub.calls.find((call) => call.path === '/app/payment' && (call.body as { user: string }).user === 'tess');
+    expect(payment?.traceparent).toBe(`00-${caller.traceId}-${providerCall.spanId}-01`);
+  });
+
+  it('makes each subscription event a trace of its own: its operation, and the reads it makes', async () => {
+    const socket = await connectAs(gateway.url, `Bearer ${token}`);
+    sockets.push(socket);
+    const named = (span: ReceivedSpan) => span.name === 'subscription Events';
+    const before = receiver.spans().filter(named).length;
+    const events = socket.subscribe('subscription Events { conversationEvents { kind conversation { name } } }');
+    // The subscribe message's own operation (its stream opened), before any event.
+    await eventually(() => (receiver.spans().filter(named).length > before ? true : undefined), 10_000, 'the subscription’s span');
+
+    for (const name of ['Renamed once', 'Renamed twice']) {
+      await graphql(`mutation Rename { renameConversation(id: "Q29udmVyc2F0aW9uOjc6MQ", name: "${name}") { ok } }`);
+      expect((await events.next()).payload).toEqual({ data: { conversationEvents: { kind: 'UPDATED', conversation: { name } } } });
+    }
+    const eventSpans = await eventually(
+      () => {
+        const spans = receiver
+          .spans()
+          .filter(named)
+          .slice(before + 1);
+        return spans.length === 2 ? spans : undefined;
+      },
+      10_000,
+      'a span per event',
+    );
+    for (const event of eventSpans) {
+      expect(event).toMatchObject({ parentSpanId: undefined, attributes: { 'gateway.door': 'websocket' } });
+      const trace = receiver.spans().filter((span) => span.traceId === event.traceId);
+      expect(outline(trace)).toEqual(['subscription Events (internal)', '  find conversations (client)']);
+    }
+    expect(new Set(eventSpans.map((span) => span.traceId)).size).toBe(2);
+  });
+
+  it('makes the settlement of a buy whose answer was lost a span linked to the buy, with the order id', async () => {
+    stub.setFaults({ loseNextPaymentAnswers: 2 });
+    const caller = traceparent();
+    const response = await fetch(`${gateway.url}/buy`, {
+      method: 'POST',
+      headers: { authorization: token, 'content-type': 'application/json', traceparent: caller.header },
+      body: JSON.stringify({ quota: 30 }),
+    });
+    expect(await response.text()).toBe(NOT_CONFIRMED);
+    const buy = (await traceOf(caller.traceId)).find((span) => span.name === 'mutation Buy')!;
+    const orderId = buy.attributes['gateway.order_id'];
+    expect(orderId).toEqual(expect.any(String));
+
+    const settlement = await eventually(
+      () => receiver.spans().find((span) => span.name === 'settle purchase' && span.links.length > 0),
+      10_000,
+      'the settlement span',
+    );
+    expect(settlement).toMatchObject({
+      parentSpanId: undefined,
+      attributes: { 'gateway.order_id': orderId },
+      links: [{ traceId: caller.traceId, spanId: buy.spanId }],
+    });
+    const statusCall = stub.calls.find((call) => call.path === '/app/payment/status' && (call.body as { order: string }).order === orderId);
+    const [, traceId] = /^00-([0-9a-f]{32})-/.exec(statusCall?.traceparent ?? '') ?? [];
+    expect(traceId).toBe(settlement.traceId);
+  });
+
+  it('makes a request through the sidecar one trace across both processes: the sidecar’s call upstream carries traceparent', async () => {
+    const sidecar = spawnNode('dist/cli/sidecar.js', ['--upstream', `${gateway.url}/graphql`, '--port', '0', '--host', '127.0.0.1'], {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_BSP_SCHEDULE_DELAY: '20',
+      LOG_LEVEL: 'info',
+    });
+    try {
+      const [, url] = (await sidecar.waitFor(/\((http:\/\/[\d.:]+)\)/, { stream: 'stderr' })) as unknown as [string, string];
+      const caller = traceparent();
+      const response = await fetch(`${url}/conversation/list`, { headers: { authorization: token, traceparent: caller.header } });
+      expect(response.status).toBe(200);
+
+      const spans = await traceOf(caller.traceId, (received) => received.filter(isServerSpan).length === 2);
+      expect(outline(spans)).toEqual([
+        'GET /conversation/list (server)',
+        '  POST (client)',
+        '    POST /graphql (server)',
+        '      query ListConversations (internal)',
+        '        find conversations (client)',
+      ]);
+      expect(spans.filter(isServerSpan).map((span) => span.service)).toEqual(
+        expect.arrayContaining(['chat-gateway-sidecar', 'chat-gateway']),
+      );
+    } finally {
+      sidecar.child.kill('SIGTERM');
+      await sidecar.exited;
+    }
+  });
+
+  it('records no credential, message content or query string in any span', async () => {
+    await fetch(`${gateway.url}/conversation/load?id=1&key=${API_KEY}`, { headers: { authorization: token } });
+    await fetch(`${gateway.url}/graphql?query=${encodeURIComponent('{ conversation(number: 1) { messages { content } } }')}`, {
+      headers: { authorization: `Bearer ${token}`, 'apollo-require-preflight': 'true' },
+    });
+    const caller = traceparent();
+    await graphql(
+      `
+        query Load {
+          conversation(number: 2) {
+            name
+            messages {
+              content
+            }
+          }
+        }
+      `,
+      { traceparent: caller.header, 'x-api-key': API_KEY },
+    );
+    await traceOf(caller.traceId);
+
+    const exported = JSON.stringify(receiver.spans());
+    for (const secret of [token, API_KEY, SECRET_CONTENT, 'Bearer', '?id=', 'messages']) expect(exported).not.toContain(secret);
+  });
+
+  it('exports in protobuf, the exporters’ default encoding', () => {
+    expect([...receiver.contentTypes()]).toEqual(['application/x-protobuf']);
+  });
+});
+
+describe('the standard OTEL_* variables', () => {
+  it('are read by the SDK: the protocol, the service name, the exporter’s headers and the sampler', async () => {
+    const collector = await startOtlpReceiver();
+    const configured = await startGatewayProcess({
+      LOG_LEVEL: 'info',
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: 'checkout-gateway',
+      OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-key=key-for-the-collector',
+      // New traces are not sampled; a caller's sampled trace is continued.
+      OTEL_TRACES_SAMPLER: 'parentbased_always_off',
+      OTEL_BSP_SCHEDULE_DELAY: '20',
+    });
+    try {
+      const unsampled = await fetch(`${configured.url}/quota`, { headers: { authorization: token } });
+      const caller = traceparent();
+      const sampled = await fetch(`${configured.url}/quota`, { headers: { authorization: token, traceparent: caller.header } });
+      expect([unsampled.status, sampled.status]).toEqual([200, 200]);
+      const spans = await eventually(
+        () => (collector.spans().some((span) => span.traceId === caller.traceId && isServerSpan(span)) ? collector.spans() : undefined),
+        10_000,
+        'the sampled trace',
+      );
+      expect(new Set(spans.map((span) => span.traceId))).toEqual(new Set([caller.traceId]));
+      expect(new Set(spans.map((span) => span.service))).toEqual(new Set(['checkout-gateway']));
+      expect([...collector.contentTypes()]).toEqual(['application/json']);
+      expect(collector.headers().every((headers) => headers['x-collector-key'] === 'key-for-the-collector')).toBe(true);
+    } finally {
+      await stopProcess(configured);
+      await collector.close();
+    }
+  });
+});
+
+describe('without OTEL_EXPORTER_OTLP_ENDPOINT', () => {
+  it('loads none of the OpenTelemetry SDK, and still serves a caller that sends traceparent', async () => {
+    const untraced = await startGatewayProcess({ LOG_LEVEL: 'info' });
+    let response: Response;
+    try {
+      response = await fetch(`${untraced.url}/quota`, { headers: { authorization: token, traceparent: traceparent().header } });
+    } finally {
+      await stopProcess(untraced);
+    }
+    expect(response.status).toBe(200);
+    // prom-client requires the API (a no-op until an SDK registers) for its process metrics, as it always has.
+    expect(packagesLoaded(untraced.process)).toEqual(['@opentelemetry/api']);
+    expect(packagesLoaded(gateway.process)).toEqual(expect.arrayContaining(['@opentelemetry/api', '@opentelemetry/sdk-trace-node']));
+    expect(untraced.process.stdout()).not.toContain('traceId');
+  });
+});
+
+/** The @opentelemetry packages a gateway process reported loading (see test/support/loaded-modules.mjs). */
+function packagesLoaded(process: NodeProcess): string[] {
+  const lines = process.stderr().matchAll(/^loaded module: .*\/node_modules\/(@opentelemetry\/[^/]+)\//gm);
+  return [...new Set([...lines].map(([, name]) => name!))].sort();
+}
