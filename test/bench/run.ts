@@ -104,6 +104,7 @@ async function main(): Promise<void> {
       live = await measureSubscriptions(withDatabaseName(database.server, LIVE_DATABASE), {
         idleSockets: IDLE_SOCKETS,
         writes: LIVE_WRITES,
+        nodeOptions: profileOptions,
         log,
       });
       process.stdout.write(`\n${formatSubscriptionReport(live)}\n`);

@@ -6,25 +6,51 @@ import { MongoClient } from 'mongodb';
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { sample } from '../support/metrics.js';
 import { connectAs, type Operation, type TestSocket } from '../support/websocket.js';
-import { type Child, freePort, startNode, waitForHttp } from './processes.js';
+import { type Child, freePort, startNode, waitForHttp, waitForOutput } from './processes.js';
 import { atMost, formatTarget, type Target } from './report.js';
 
 /**
  * The subscriptions scenario: a gateway of its own (caps raised: every socket comes from this
- * one address), fed by the same database server as the rest of the benchmark.
+ * one address) and the WebSocket floor (`servers/websocket-floor.ts`: `ws` and the driver's change
+ * stream alone), fed by the same database server as the rest of the benchmark. Each figure is
+ * measured on both, the floor showing what this machine's sockets cost by themselves.
  *
- * - idle: `idleSockets` authenticated sockets, each with one `conversationEvents` subscription
- *   (five per user), and what they cost the gateway: RSS and V8 heap, per socket.
+ * - idle: `idleSockets` authenticated sockets, each with one subscription (five per user), and
+ *   what they cost the server: RSS and V8 heap, per socket.
  * - latency: from the start of a balance write (straight to the database, as any writer) to the
  *   `quota` event at each subscriber, with 1 000 subscribers of one user (every write reaches all
- *   of them) and 1 000 subscribers of 1 000 users (each write reaches one).
+ *   of them) and 1 000 subscribers of 1 000 users (each write reaches one). The gateway's and the
+ *   floor's writes alternate, each to users of its own, so that both see the same machine.
  */
 export interface SubscriptionReport {
-  idle: { sockets: number; rss_mb_before: number; rss_mb_after: number; rss_kb_per_socket: number; heap_kb_per_socket: number };
-  latency: Record<
-    'one_user' | 'many_users',
-    { subscribers: number; writes: number; events: number; p50_ms: number; p99_ms: number; max_ms: number }
-  >;
+  idle: Record<LiveServerName, IdleFigures>;
+  latency: Record<'one_user' | 'many_users', Record<LiveServerName, LatencyFigures>>;
+}
+
+type LiveServerName = 'gateway' | 'floor';
+interface IdleFigures {
+  sockets: number;
+  rss_mb_before: number;
+  rss_mb_after: number;
+  rss_kb_per_socket: number;
+  heap_kb_per_socket: number;
+}
+interface LatencyFigures {
+  subscribers: number;
+  writes: number;
+  events: number;
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+}
+
+/** A server the scenario measures: where it listens, its process, and its heap in use. */
+interface LiveServer {
+  base: string;
+  child: Child;
+  heapUsed(): Promise<number>;
+  /** Its users are `userOffset + 1` to `userOffset + USERS`. */
+  userOffset: number;
 }
 
 const USERS = 1_000;
@@ -32,25 +58,28 @@ const SUBSCRIBERS = 1_000;
 const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 /** Sockets opened at once while connecting thousands. */
 const OPENING_IN_PARALLEL = 100;
+const IDLE_QUERY = 'subscription { conversationEvents { kind number } }';
+const QUOTA_QUERY = 'subscription { quota }';
 
 export async function measureSubscriptions(
   databaseUri: string,
-  options: { idleSockets: number; writes: number; log(message: string): void },
+  options: { idleSockets: number; writes: number; nodeOptions(name: string): string[]; log(message: string): void },
 ): Promise<SubscriptionReport> {
   const { log } = options;
   const jwtSecret = randomBytes(24).toString('base64url');
   const client = await MongoClient.connect(databaseUri);
   const users = client.db().collection('users');
   await users.insertMany(
-    Array.from({ length: USERS }, (_, index) => ({
+    Array.from({ length: 2 * USERS }, (_, index) => ({
       id: index + 1,
       username: `live-${index + 1}`,
       balanceMicros: 0,
       lastConversationId: 0,
     })),
   );
-  const port = await freePort();
-  const gateway = startNode('subscriptions gateway', ['dist/main.js'], {
+  const gatewayPort = await freePort();
+  const floorPort = await freePort();
+  const gatewayChild = startNode('subscriptions gateway', ['dist/main.js'], {
     env: {
       NODE_ENV: 'production',
       RATE_LIMIT: '0',
@@ -58,123 +87,163 @@ export async function measureSubscriptions(
       MONGODB_URI: databaseUri,
       JWT_SECRET: jwtSecret,
       METRICS_TOKEN,
-      PORT: String(port),
+      PORT: String(gatewayPort),
       HOST: '127.0.0.1',
       SUBSCRIPTIONS_PER_CALLER: '1000000',
       WEBSOCKETS_PER_ADDRESS: '1000000',
       SEED_FILE: '',
     },
+    nodeOptions: options.nodeOptions('subscriptions'),
   });
-  const base = `http://127.0.0.1:${port}`;
+  // `--secret=…` in one argument: a random secret may begin with '-', which would read as an option.
+  const floorChild = startNode(
+    'websocket floor',
+    ['test/bench/servers/websocket-floor.ts', '--port', String(floorPort), '--uri', databaseUri, `--secret=${jwtSecret}`],
+    { env: { NODE_ENV: 'production' }, nodeOptions: ['--import', 'tsx', ...options.nodeOptions('websocket_floor')] },
+  );
+  const gatewayBase = `http://127.0.0.1:${gatewayPort}`;
+  const floorBase = `http://127.0.0.1:${floorPort}`;
+  const servers: Record<LiveServerName, LiveServer> = {
+    gateway: {
+      base: gatewayBase,
+      child: gatewayChild,
+      userOffset: 0,
+      heapUsed: async () =>
+        sample(
+          await (await fetch(`${gatewayBase}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text(),
+          'nodejs_heap_size_used_bytes',
+        ),
+    },
+    floor: {
+      base: floorBase,
+      child: floorChild,
+      userOffset: USERS,
+      heapUsed: async () => ((await (await fetch(`${floorBase}/readyz`)).json()) as { heapUsed: number }).heapUsed,
+    },
+  };
+  const names = Object.keys(servers) as LiveServerName[];
   const sockets: TestSocket[] = [];
   try {
-    await waitForHttp(gateway, `${base}/healthz`);
-    const tokens = await Promise.all(Array.from({ length: USERS }, (_, index) => signAccessToken(secretKey(jwtSecret), index + 1)));
-    const open = async (count: number, userOf: (index: number) => number, query: string): Promise<Operation[]> => {
+    await waitForHttp(gatewayChild, `${gatewayBase}/healthz`);
+    await waitForOutput(floorChild, /listening/);
+    const tokens = await Promise.all(Array.from({ length: 2 * USERS }, (_, index) => signAccessToken(secretKey(jwtSecret), index + 1)));
+    /** Opens `count` sockets to `server`, one subscription each; `userOf` numbers the server's users from 1. */
+    const open = async (server: LiveServer, count: number, userOf: (index: number) => number, query: string) => {
       const operations: Operation[] = [];
       for (let at = 0; at < count; at += OPENING_IN_PARALLEL) {
         const batch = await Promise.all(
           Array.from({ length: Math.min(OPENING_IN_PARALLEL, count - at) }, async (_, offset) => {
-            const socket = await connectAs(base, `Bearer ${tokens[userOf(at + offset) - 1]}`);
+            const socket = await connectAs(server.base, `Bearer ${tokens[server.userOffset + userOf(at + offset) - 1]}`);
             sockets.push(socket);
             return socket.subscribe(query);
           }),
         );
         operations.push(...batch);
       }
+      await untilRunning(server.base, count);
       return operations;
     };
     const closeAll = async () => {
       await Promise.all(sockets.splice(0).map((socket) => socket.close()));
-      await untilRunning(base, 0);
+      for (const name of names) await untilRunning(servers[name].base, 0);
     };
 
-    // Idle sockets. A first subscription, opened and closed, loads every code path before the "before" sample.
-    await open(1, () => 1, 'subscription { conversationEvents { kind number } }');
-    await untilRunning(base, 1);
-    await closeAll();
-    const before = await settledMemory(gateway, base);
-    log(`opening ${options.idleSockets} idle subscriptions`);
-    await open(options.idleSockets, (index) => (index % USERS) + 1, 'subscription { conversationEvents { kind number } }');
-    await untilRunning(base, options.idleSockets);
-    const after = await settledMemory(gateway, base);
-    await closeAll();
-    const idle = {
-      sockets: options.idleSockets,
-      rss_mb_before: before.rss / 2 ** 20,
-      rss_mb_after: after.rss / 2 ** 20,
-      rss_kb_per_socket: (after.rss - before.rss) / 1024 / options.idleSockets,
-      heap_kb_per_socket: (after.heap - before.heap) / 1024 / options.idleSockets,
-    };
+    const idle = {} as SubscriptionReport['idle'];
+    for (const name of names) {
+      const server = servers[name];
+      // A first subscription, opened and closed, loads every code path before the "before" sample.
+      await open(server, 1, () => 1, IDLE_QUERY);
+      await closeAll();
+      const before = await settledMemory(server);
+      log(`${name}: opening ${options.idleSockets} idle subscriptions`);
+      await open(server, options.idleSockets, (index) => (index % USERS) + 1, IDLE_QUERY);
+      const after = await settledMemory(server);
+      await closeAll();
+      idle[name] = {
+        sockets: options.idleSockets,
+        rss_mb_before: before.rss / 2 ** 20,
+        rss_mb_after: after.rss / 2 ** 20,
+        rss_kb_per_socket: (after.rss - before.rss) / 1024 / options.idleSockets,
+        heap_kb_per_socket: (after.heap - before.heap) / 1024 / options.idleSockets,
+      };
+    }
 
-    // Latency: each write waits for its events before the next one.
+    /** Each write waits for its events before the next one; the servers' writes alternate. */
     const measure = async (
-      subscribers: Operation[],
+      subscribers: Record<LiveServerName, Operation[]>,
       writes: number,
       userOfWrite: (write: number) => number,
-      readersOf: (user: number) => Operation[],
+      readersOf: (name: LiveServerName, user: number) => Operation[],
     ) => {
-      for (const subscriber of subscribers) await subscriber.next(30_000);
-      const delays: number[] = [];
+      const delays: Record<LiveServerName, number[]> = { gateway: [], floor: [] };
+      for (const name of names) for (const subscriber of subscribers[name]) await subscriber.next(30_000);
       for (let write = 0; write < writes; write++) {
-        const user = userOfWrite(write);
-        const started = performance.now();
-        await users.updateOne({ id: user }, { $inc: { balanceMicros: 1_000_000 } });
-        const arrivals = await Promise.all(readersOf(user).map((reader) => reader.nextTimed(30_000)));
-        for (const { receivedAt } of arrivals) delays.push(receivedAt - started);
+        for (const name of names) {
+          const user = userOfWrite(write);
+          const started = performance.now();
+          await users.updateOne({ id: servers[name].userOffset + user }, { $inc: { balanceMicros: 1_000_000 } });
+          const arrivals = await Promise.all(readersOf(name, user).map((reader) => reader.nextTimed(30_000)));
+          for (const { receivedAt } of arrivals) delays[name].push(receivedAt - started);
+        }
       }
-      return summarize(subscribers.length, writes, delays);
+      return {
+        gateway: summarize(subscribers.gateway.length, writes, delays.gateway),
+        floor: summarize(subscribers.floor.length, writes, delays.floor),
+      };
     };
 
-    log(`latency: ${SUBSCRIBERS} subscribers of one user, ${options.writes} writes`);
-    const ofOne = await open(SUBSCRIBERS, () => 1, 'subscription { quota }');
-    await untilRunning(base, SUBSCRIBERS);
+    log(`latency: ${SUBSCRIBERS} subscribers of one user, ${options.writes} writes each`);
+    const ofOne = {
+      gateway: await open(servers.gateway, SUBSCRIBERS, () => 1, QUOTA_QUERY),
+      floor: await open(servers.floor, SUBSCRIBERS, () => 1, QUOTA_QUERY),
+    };
     const oneUser = await measure(
       ofOne,
       options.writes,
       () => 1,
-      () => ofOne,
+      (name) => ofOne[name],
     );
     await closeAll();
 
-    log(`latency: ${SUBSCRIBERS} subscribers of ${USERS} users, ${USERS} writes`);
-    const ofMany = await open(SUBSCRIBERS, (index) => index + 1, 'subscription { quota }');
-    await untilRunning(base, SUBSCRIBERS);
+    log(`latency: ${SUBSCRIBERS} subscribers of ${USERS} users, ${USERS} writes each`);
+    const ofMany = {
+      gateway: await open(servers.gateway, SUBSCRIBERS, (index) => index + 1, QUOTA_QUERY),
+      floor: await open(servers.floor, SUBSCRIBERS, (index) => index + 1, QUOTA_QUERY),
+    };
     const manyUsers = await measure(
       ofMany,
       USERS,
       (write) => write + 1,
-      (user) => [ofMany[user - 1]!],
+      (name, user) => [ofMany[name][user - 1]!],
     );
     await closeAll();
 
     return { idle, latency: { one_user: oneUser, many_users: manyUsers } };
   } finally {
     for (const socket of sockets) socket.socket.terminate();
-    await gateway.stop();
+    await Promise.all([gatewayChild.stop(), floorChild.stop()]);
     await client.db().dropDatabase();
     await client.close();
   }
 }
 
-/** Waits until the gateway's /readyz counts `count` running subscriptions. */
+/** Waits until the server's /readyz counts `count` running subscriptions. */
 async function untilRunning(base: string, count: number): Promise<void> {
   for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(100)) {
     const readiness = (await (await fetch(`${base}/readyz`)).json()) as { subscriptions: number };
     if (readiness.subscriptions === count) return;
   }
-  throw new Error(`the gateway did not reach ${count} running subscriptions`);
+  throw new Error(`${base} did not reach ${count} running subscriptions`);
 }
 
-/** RSS and V8 heap in use, as medians of samples over a few seconds once the gateway is idle. */
-async function settledMemory(gateway: Child, base: string): Promise<{ rss: number; heap: number }> {
+/** RSS and V8 heap in use, as medians of samples over a few seconds once the server is idle. */
+async function settledMemory(server: LiveServer): Promise<{ rss: number; heap: number }> {
   await sleep(2_000);
   const rss: number[] = [];
   const heap: number[] = [];
   for (let index = 0; index < 5; index++) {
-    rss.push(gateway.rss());
-    const metrics = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
-    heap.push(sample(metrics, 'nodejs_heap_size_used_bytes'));
+    rss.push(server.child.rss());
+    heap.push(await server.heapUsed());
     await sleep(500);
   }
   return { rss: middle(rss), heap: middle(heap) };
@@ -197,23 +266,36 @@ function middle(values: number[]): number {
  * which holds the heap and everything outside it).
  */
 export function subscriptionTargets(report: SubscriptionReport): Target[] {
+  const { one_user } = report.latency;
   return [
-    atMost(`write to event p99, ${report.latency.one_user.subscribers} subscribers of one user (ms)`, report.latency.one_user.p99_ms, 10),
-    atMost('RSS per idle subscribed socket (KB)', report.idle.rss_kb_per_socket, 10),
+    atMost(`write to event p99, ${one_user.gateway.subscribers} subscribers of one user (ms)`, one_user.gateway.p99_ms, 10),
+    atMost('RSS per idle subscribed socket (KB)', report.idle.gateway.rss_kb_per_socket, 10),
   ];
 }
 
 export function formatSubscriptionReport(report: SubscriptionReport): string {
   const { idle, latency } = report;
-  const row = (name: string, figures: SubscriptionReport['latency']['one_user']) =>
-    `  ${name.padEnd(34)} ${String(figures.events).padStart(7)} events   p50 ${figures.p50_ms.toFixed(2)} ms   p99 ${figures.p99_ms.toFixed(2)} ms   max ${figures.max_ms.toFixed(1)} ms`;
+  const idleRow = (name: LiveServerName) => {
+    const figures = idle[name];
+    return (
+      `  ${name.padEnd(8)} ${figures.sockets} idle authenticated subscriptions: RSS ${figures.rss_mb_before.toFixed(0)} → ` +
+      `${figures.rss_mb_after.toFixed(0)} MB, ${figures.rss_kb_per_socket.toFixed(1)} KB RSS and ${figures.heap_kb_per_socket.toFixed(1)} KB of heap per socket`
+    );
+  };
+  const latencyRow = (name: string, figures: LatencyFigures) =>
+    `  ${name.padEnd(44)} ${String(figures.events).padStart(7)} events   p50 ${figures.p50_ms.toFixed(2)} ms   p99 ${figures.p99_ms.toFixed(2)} ms   max ${figures.max_ms.toFixed(1)} ms`;
+  const latencyRows = (scenario: string, figures: Record<LiveServerName, LatencyFigures>) => [
+    latencyRow(`gateway, ${scenario}`, figures.gateway),
+    latencyRow(`floor, ${scenario}`, figures.floor),
+    `  ${''.padEnd(44)} gateway / floor: p50 ${(figures.gateway.p50_ms / figures.floor.p50_ms).toFixed(2)}, p99 ${(figures.gateway.p99_ms / figures.floor.p99_ms).toFixed(2)}`,
+  ];
   return [
-    'subscriptions (a gateway of their own, writes straight to the database):',
-    `  ${idle.sockets} idle authenticated subscriptions: RSS ${idle.rss_mb_before.toFixed(0)} → ${idle.rss_mb_after.toFixed(0)} MB, ` +
-      `${idle.rss_kb_per_socket.toFixed(1)} KB RSS and ${idle.heap_kb_per_socket.toFixed(1)} KB of heap per socket`,
+    'subscriptions (a gateway and the WebSocket floor, writes straight to the database):',
+    idleRow('gateway'),
+    idleRow('floor'),
     '  write to event at the subscriber:',
-    row(`${latency.one_user.subscribers} subscribers of one user`, latency.one_user),
-    row(`${latency.many_users.subscribers} subscribers of ${USERS} users`, latency.many_users),
+    ...latencyRows(`${latency.one_user.gateway.subscribers} subscribers of one user`, latency.one_user),
+    ...latencyRows(`${latency.many_users.gateway.subscribers} subscribers of ${USERS} users`, latency.many_users),
     'targets:',
     ...subscriptionTargets(report).map(formatTarget),
   ].join('\n');
