@@ -1,12 +1,4 @@
-import {
-  type DocumentNode,
-  execute,
-  type ExecutionResult,
-  getVariableValues,
-  GraphQLError,
-  type GraphQLSchema,
-  type OperationDefinitionNode,
-} from 'graphql';
+import { type DocumentNode, execute, type ExecutionResult, GraphQLError, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import { LRUCache } from 'lru-cache';
 
@@ -60,10 +52,17 @@ export class Execution {
 
   private async run(request: ExecutionRequest): Promise<ExecutionResult> {
     const query = this.compiledFor(request);
-    request.context.observation.executed(query === null ? 'graphql-js' : 'compiled');
-    if (query === null) return withFailureKinds(await this.interpret(request));
-    const result = await query.query(request.rootValue, request.context, request.variables ?? {});
-    return withFailureKinds(result.errors ? { ...result, errors: result.errors.map(asGraphQLError) } : result);
+    if (query !== null) {
+      const result = await query.query(request.rootValue, request.context, request.variables ?? {});
+      // Variables that do not coerce are graphql-jit's only answer without `data`, given before
+      // any resolver runs: graphql-js answers them instead, in its own words.
+      if (result.data !== undefined) {
+        request.context.observation.executed('compiled');
+        return withFailureKinds(result.errors ? { ...result, errors: result.errors.map(asGraphQLError) } : result);
+      }
+    }
+    request.context.observation.executed('graphql-js');
+    return withFailureKinds(await this.interpret(request));
   }
 
   /** graphql-js's answer to a document none of whose operations the request names. */
@@ -78,7 +77,7 @@ export class Execution {
     );
   }
 
-  private compiledFor({ document, operation, variables, known }: ExecutionRequest): CompiledQuery | null {
+  private compiledFor({ document, operation, known }: ExecutionRequest): CompiledQuery | null {
     if (operation.operation === 'mutation') return null;
     let entry = this.compiled.get(operation);
     if (entry === undefined) {
@@ -90,13 +89,8 @@ export class Execution {
       entry = { query: isCompiledQuery(query) ? query : null };
       this.compiled.set(operation, entry);
     }
-    return entry.query !== null && variablesCoerce(this.schema, operation, variables) ? entry.query : null;
+    return entry.query;
   }
-}
-
-function variablesCoerce(schema: GraphQLSchema, operation: OperationDefinitionNode, values: Record<string, unknown> | undefined): boolean {
-  const definitions = operation.variableDefinitions ?? [];
-  return definitions.length === 0 || getVariableValues(schema, definitions, values ?? {}).errors === undefined;
 }
 
 /**
