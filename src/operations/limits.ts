@@ -44,9 +44,13 @@ export const LIMIT_RULES: readonly ValidationRule[] = new ApolloArmor({
   blockFieldSuggestion: { enabled: false },
 }).protect().validationRules;
 
+/** The cost of each operation whose cost reads no variable: the same for every request. */
+const VARIABLE_FREE_COSTS = new WeakMap<OperationDefinitionNode, number>();
+
 /**
  * Throws the invalid-operation failure (HTTP 400) when `operation` with these variables costs more
  * than `OPERATION_LIMITS.cost`. Variables that do not coerce are left to execution, which refuses them.
+ * An operation whose cost reads no variable (no page size or id list given by one) is priced once.
  */
 export function checkOperationCost(
   schema: GraphQLSchema,
@@ -54,8 +58,14 @@ export function checkOperationCost(
   operation: OperationDefinitionNode,
   variables: Record<string, unknown> | undefined,
 ): void {
-  const cost = operationCost(schema, document, operation, variables, COST_MODEL);
-  if (cost !== null && cost > OPERATION_LIMITS.cost) {
+  let cost = VARIABLE_FREE_COSTS.get(operation);
+  if (cost === undefined) {
+    const priced = operationCost(schema, document, operation, variables, COST_MODEL);
+    if (priced === null) return;
+    cost = priced.cost;
+    if (!priced.readsVariables) VARIABLE_FREE_COSTS.set(operation, cost);
+  }
+  if (cost > OPERATION_LIMITS.cost) {
     throw invalidOperation(`Operation cost limit of ${OPERATION_LIMITS.cost} exceeded, found ${cost}.`);
   }
 }

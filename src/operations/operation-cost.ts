@@ -13,6 +13,7 @@ import {
   Kind,
   type OperationDefinitionNode,
   type SelectionSetNode,
+  type ValueNode,
 } from 'graphql';
 
 export interface CostModel {
@@ -36,7 +37,8 @@ const PAGE_SIZE_ARGUMENTS = ['first', 'last'];
  * Meta fields (`__typename`, introspection) cost nothing.
  *
  * Returns null when the variables do not fit the operation: execution then
- * refuses the request before any resolver runs.
+ * refuses the request before any resolver runs. `readsVariables` says whether
+ * the cost depended on them: when it did not, it is the operation's for any.
  */
 export function operationCost(
   schema: GraphQLSchema,
@@ -44,7 +46,7 @@ export function operationCost(
   operation: OperationDefinitionNode,
   variables: Record<string, unknown> | undefined,
   model: CostModel,
-): number | null {
+): { cost: number; readsVariables: boolean } | null {
   const coerced = getVariableValues(schema, operation.variableDefinitions ?? [], variables ?? {});
   if (coerced.errors) return null;
   const variableValues = coerced.coerced;
@@ -56,6 +58,7 @@ export function operationCost(
   // A fragment's cost depends only on the list length it inherits. Priced once each, fragments that
   // spread other fragments several times over cannot make pricing take exponential time.
   const fragmentCosts = new Map<string, number>();
+  let readsVariables = false;
 
   function selectionCost(selectionSet: SelectionSetNode, parentType: GraphQLNamedType, inheritedSize: number | undefined): number {
     let cost = 0;
@@ -66,6 +69,7 @@ export function operationCost(
         if (field === undefined) continue; // meta fields, and anything validation has already refused
         const sized = field.args.some((argument) => PAGE_SIZE_ARGUMENTS.includes(argument.name));
         const listed = field.args.some((argument) => argument.name === 'ids');
+        if ((sized || listed) && selection.arguments?.some((argument) => holdsVariable(argument.value))) readsVariables = true;
         const values = sized || listed ? getArgumentValues(field, selection, variableValues) : {};
         const size = sized ? pageSize(values, model.maxPageSize) : undefined;
         const ownLength = listed && Array.isArray(values.ids) ? values.ids.length : undefined;
@@ -92,7 +96,16 @@ export function operationCost(
   }
 
   const rootType = schema.getRootType(operation.operation);
-  return rootType ? selectionCost(operation.selectionSet, rootType, undefined) : null;
+  if (!rootType) return null;
+  const cost = selectionCost(operation.selectionSet, rootType, undefined);
+  return { cost, readsVariables };
+}
+
+function holdsVariable(value: ValueNode): boolean {
+  if (value.kind === Kind.VARIABLE) return true;
+  if (value.kind === Kind.LIST) return value.values.some(holdsVariable);
+  if (value.kind === Kind.OBJECT) return value.fields.some((field) => holdsVariable(field.value));
+  return false;
 }
 
 function pageSize(values: Record<string, unknown>, maxPageSize: number): number {

@@ -130,8 +130,16 @@ describe('limits on /graphql', () => {
       expect(data.conversations.nodes).toHaveLength(30);
     });
 
-    it('refuses two such pages, given as literals', async () => {
-      await expectRefused(twoPages('(first: 100)'), 'GRAPHQL_VALIDATION_FAILED', refusedCost);
+    it('refuses two such pages, given as literals, on every request, whatever its variables', async () => {
+      // A cost that reads no variable is priced once per document: the later requests are refused from that price.
+      const literalPages = `query Pages($withName: Boolean = true) {
+        a: conversations(first: 100) { nodes { id name @include(if: $withName) messages { role content } } }
+        b: conversations(first: 100) { nodes { id name @include(if: $withName) messages { role content } } }
+      }`;
+      await expectRefused(literalPages, 'GRAPHQL_VALIDATION_FAILED', refusedCost);
+      await expectRefused(literalPages, 'GRAPHQL_VALIDATION_FAILED', refusedCost, { withName: false });
+      await expectRefused(literalPages, 'GRAPHQL_VALIDATION_FAILED', refusedCost);
+      await expectAnswered(twoPages('(first: 10)'));
       await expectAnswered(twoPages('(first: 10)'));
     });
 
