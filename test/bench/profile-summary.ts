@@ -5,9 +5,10 @@ import { parseArgs } from 'node:util';
  * Summarises a V8 `.cpuprofile` (from `node --cpu-prof`, e.g. `npm run bench -- --profile`):
  * self time by package or source file, and the hottest functions, as shares of the time not idle.
  *
- *   npx tsx test/bench/profile-summary.ts FILE.cpuprofile [--top N] [--skip SECONDS]
+ *   npx tsx test/bench/profile-summary.ts FILE.cpuprofile [--top N] [--skip SECONDS] [--steps]
  *
  * `--skip` leaves out the first seconds (start-up, seeding), so that only the load is summarised.
+ * `--steps` also shares the gateway's time out by the steps of a request (`GATEWAY_STEPS`).
  */
 
 interface ProfileNode {
@@ -24,10 +25,10 @@ interface Profile {
 
 const { values: options, positionals } = parseArgs({
   allowPositionals: true,
-  options: { top: { type: 'string', default: '25' }, skip: { type: 'string', default: '0' } },
+  options: { top: { type: 'string', default: '25' }, skip: { type: 'string', default: '0' }, steps: { type: 'boolean', default: false } },
 });
 const file = positionals[0];
-if (!file) throw new Error('usage: profile-summary.ts FILE.cpuprofile [--top N] [--skip SECONDS]');
+if (!file) throw new Error('usage: profile-summary.ts FILE.cpuprofile [--top N] [--skip SECONDS] [--steps]');
 const top = Number(options.top);
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
 
@@ -110,3 +111,55 @@ print(
 );
 print('self time by function', tally(functionKey));
 print('total time by function (self and callees)', inclusive());
+
+/**
+ * The steps of a gateway request, each by the code that does it (a pattern of its source URL).
+ * A sample counts toward the step of the deepest matching frame on its stack, so that what a
+ * step calls (JSON.stringify, a socket write, node internals) is that step's; a sample with no
+ * matching frame is Node's HTTP server itself. A driver's command is the database driver's,
+ * whatever step called it.
+ */
+const GATEWAY_STEPS: [string, RegExp][] = [
+  ['database driver (mongodb, bson, mongoose)', /node_modules\/(mongodb|bson|mongoose|mongodb-connection-string-url)\//],
+  [
+    'serialisation and write of the answer',
+    /dist\/http\/json-answer\.js|node_modules\/@as-integrations\/|node_modules\/express\/lib\/response\.js|node_modules\/@apollo\/server\/dist\/esm\/runHttpQuery/,
+  ],
+  [
+    'execution (graphql-jit, resolvers, services, stores, DataLoaders)',
+    /dist\/operations\/execution\.js|node_modules\/(graphql-jit|dataloader)\/|dist\/(conversations|accounts|billing|gifts)\//,
+  ],
+  ['document cache and cost', /dist\/operations\/(documents|operation-cost|limits)\.js/],
+  ['context', /dist\/context\.js/],
+  ['operation observation (metrics, log, span)', /dist\/operations\/observer\.js|dist\/graphql\/graphql-metrics\.js/],
+  ['pipeline and REST runner', /dist\/operations\/pipeline\.js|dist\/rest\/(in-process-runner|routes|route|prepared-routes)\.js/],
+  ['Apollo Server request pipeline', /node_modules\/@apollo\//],
+  ['GraphQL (graphql-js)', /node_modules\/graphql\//],
+  ['input parsing', /dist\/rest\/inputs\.js|node_modules\/zod\//],
+  ['authentication (token cache)', /dist\/auth\/|node_modules\/jose\//],
+  ['rate-limit step', /dist\/security\/rate-limit|node_modules\/rate-limiter-flexible\//],
+  ['request id, log line, HTTP metrics', /dist\/observability\/|node_modules\/(pino|prom-client)\//],
+  ['security headers, CORS', /dist\/security\/|node_modules\/(helmet|cors)\//],
+  ['body parsing', /node_modules\/(body-parser|raw-body|iconv-lite|type-is|content-type)\//],
+  [
+    'routing (Express)',
+    /node_modules\/(express|router|path-to-regexp|finalhandler|send)\/|dist\/(app|rest\/legacy-router|http\/[a-z-]+)\.js/,
+  ],
+];
+
+function steps(): [string, number][] {
+  const sums = new Map<string, number>();
+  for (const [id, micros] of samplesKept) {
+    let step: string | undefined;
+    for (let node: number | undefined = id; node !== undefined && step === undefined; node = parentOf.get(node)) {
+      const { url, functionName } = byId.get(node)!.callFrame;
+      if (functionName === '(garbage collector)') step = 'garbage collection';
+      else step = GATEWAY_STEPS.find(([, pattern]) => pattern.test(url))?.[0];
+    }
+    step ??= "Node's HTTP server, sockets and event loop";
+    sums.set(step, (sums.get(step) ?? 0) + micros);
+  }
+  return [...sums].sort((a, b) => b[1] - a[1]);
+}
+
+if (options.steps) print('busy time by step of a request (deepest matching frame)', steps());
