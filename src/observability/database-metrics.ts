@@ -2,6 +2,7 @@ import type { CommandFailedEvent, CommandSucceededEvent, MongoClient } from 'mon
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 import type { Database } from '../db/database.js';
+import { childrenPerLabelSet } from './metric-children.js';
 
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 /** How long a scrape waits for the database's answer to its ping. */
@@ -40,9 +41,12 @@ export function databaseMetrics(registry: Registry, database: Pick<Database, 'pi
     registers: [registry],
   });
 
+  // Command names are the few the service sends; a series appears with its first command.
+  const countOf = childrenPerLabelSet((command: string, result: string) => commands.labels(command, result));
+  const durationOf = childrenPerLabelSet((command: string) => duration.labels(command));
   const onCommand = (result: 'success' | 'failure') => (event: CommandSucceededEvent | CommandFailedEvent) => {
-    commands.inc({ command: event.commandName, result });
-    duration.observe({ command: event.commandName }, event.duration / 1000);
+    countOf(event.commandName, result).inc();
+    durationOf(event.commandName).observe(event.duration / 1000);
   };
   const onSucceeded = onCommand('success');
   const onFailed = onCommand('failure');

@@ -1,6 +1,7 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
 
 import type { ExecutorKind } from '../operations/execution.js';
+import { childrenPerLabelSet } from './metric-children.js';
 import { OperationNameLabels } from './request-labels.js';
 
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -53,21 +54,12 @@ export function graphqlMetrics(registry: Registry, knownOperationNames: Iterable
     registers: [registry],
   });
   const names = new OperationNameLabels([UNRESOLVED_OPERATION.name, ...knownOperationNames]);
-  // Each operation's children, made once (names are bounded above): prom-client would hash the labels at every request.
-  const children = new Map<string, { succeeded: Counter.Internal; failed: Counter.Internal; duration: Histogram.Internal<string> }>();
-  const childrenOf = (name: string, type: string) => {
-    const key = `${type} ${name}`;
-    let child = children.get(key);
-    if (child === undefined) {
-      child = {
-        succeeded: operations.labels(name, type, 'success'),
-        failed: operations.labels(name, type, 'error'),
-        duration: duration.labels(name, type),
-      };
-      children.set(key, child);
-    }
-    return child;
-  };
+  // Names are bounded above, so each operation's children can be kept.
+  const childrenOf = childrenPerLabelSet((name: string, type: string) => ({
+    succeeded: operations.labels(name, type, 'success'),
+    failed: operations.labels(name, type, 'error'),
+    duration: duration.labels(name, type),
+  }));
   const executedBy = { compiled: executions.labels('compiled'), 'graphql-js': executions.labels('graphql-js') };
   return {
     operationFinished(operation, errorCodes, seconds) {

@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { Counter, Histogram, type Registry } from 'prom-client';
 
+import { childrenPerLabelSet } from './metric-children.js';
 import { whenRequestEnds } from './request-end.js';
 
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -21,18 +22,11 @@ export function httpMetrics(registry: Registry): RequestHandler {
     buckets: DURATION_BUCKETS,
     registers: [registry],
   });
-  // Each label set's children, made once: prom-client would otherwise hash the labels at every request.
-  // Label values are bounded (methods Node accepts, declared routes, statuses), and so is this map.
-  const children = new Map<string, { requests: Counter.Internal; duration: Histogram.Internal<(typeof labelNames)[number]> }>();
-  const childrenOf = (method: string, route: string, status: string) => {
-    const key = `${method} ${route} ${status}`;
-    let child = children.get(key);
-    if (child === undefined) {
-      child = { requests: requests.labels(method, route, status), duration: duration.labels(method, route, status) };
-      children.set(key, child);
-    }
-    return child;
-  };
+  // Label values are bounded (methods Node accepts, declared routes, statuses).
+  const childrenOf = childrenPerLabelSet((method: string, route: string, status: string) => ({
+    requests: requests.labels(method, route, status),
+    duration: duration.labels(method, route, status),
+  }));
   return (request, response, next) => {
     whenRequestEnds(request, response, ({ route, status, durationSeconds }) => {
       const child = childrenOf(request.method, route, String(status));
