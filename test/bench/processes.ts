@@ -67,6 +67,34 @@ export function startNode(name: string, args: string[], options: { env?: Record<
   };
 }
 
+/** Where a server of the benchmark serves and what it reads: its port, the database, the JWT secret. */
+export interface BenchServer {
+  port: number;
+  uri: string;
+  jwtSecret: string;
+  /** Node flags, e.g. `--cpu-prof` (`--profile`). */
+  nodeOptions?: string[];
+}
+
+/** The gateway as the benchmark runs it (production, no rate limit, warnings only, no seed file), `env` on top. */
+export function startGateway(name: string, { port, uri, jwtSecret, nodeOptions }: BenchServer, env: Record<string, string> = {}): Child {
+  const base = { NODE_ENV: 'production', RATE_LIMIT: '0', LOG_LEVEL: 'warn', MONGODB_URI: uri, JWT_SECRET: jwtSecret };
+  return startNode(name, ['dist/main.js'], {
+    env: { ...base, PORT: String(port), HOST: '127.0.0.1', SEED_FILE: '', ...env },
+    nodeOptions,
+  });
+}
+
+/** A peer of `test/bench/servers/` (`floor` runs `floor.ts`, `express_floor` `express-floor.ts`), run by tsx. */
+export function startPeer(name: string, { port, uri, jwtSecret, nodeOptions = [] }: BenchServer): Child {
+  // `--secret=…` in one argument: a random secret may begin with '-', which would read as an option.
+  return startNode(
+    name,
+    [`test/bench/servers/${name.replaceAll('_', '-')}.ts`, '--port', String(port), '--uri', uri, `--secret=${jwtSecret}`],
+    { env: { NODE_ENV: 'production' }, nodeOptions: ['--import', 'tsx', ...nodeOptions] },
+  );
+}
+
 /** Waits until the child prints a line matching `pattern`; returns the match. */
 export async function waitForOutput(child: Child, pattern: RegExp, timeoutMs = 60_000): Promise<RegExpMatchArray> {
   const deadline = Date.now() + timeoutMs;

@@ -12,7 +12,7 @@ import { checkAnswers } from './checks.js';
 import { commandsPerRequest } from './commands.js';
 import { BENCH_USER_ID, conversationCounts, FULL_DATASET, QUICK_DATASET } from './dataset.js';
 import { drive, median, type Sample } from './load.js';
-import { type Child, freePort, ROOT, startNode, waitForHttp, waitForOutput } from './processes.js';
+import { type Child, freePort, ROOT, startGateway, startNode, startPeer, waitForHttp, waitForOutput } from './processes.js';
 import { formatReport, jsonReport, ratiosOf, type Report, type ScenarioSummary, targetsOf } from './report.js';
 import { type Scenario, SCENARIO_NAMES, scenarios, type Target } from './scenarios.js';
 import { seedUsers, smallUserCount } from './seed.js';
@@ -150,32 +150,19 @@ function profileOptions(name: string): string[] {
 /** Starts the gateway, which creates the database's indexes, then every peer; returns once all of them listen. */
 async function startServers(uri: string, jwtSecret: string, children: Child[]): Promise<Servers> {
   const gatewayPort = await freePort();
-  const gateway = startNode('gateway', ['dist/main.js'], {
-    env: {
-      NODE_ENV: 'production',
-      RATE_LIMIT: '0',
-      LOG_LEVEL: 'warn',
-      MONGODB_URI: uri,
-      JWT_SECRET: jwtSecret,
-      PORT: String(gatewayPort),
-      HOST: '127.0.0.1',
-      DEPLOYMENT: 'community',
-      SEED_FILE: '',
-    },
-    nodeOptions: profileOptions('gateway'),
-  });
+  const gateway = startGateway(
+    'gateway',
+    { port: gatewayPort, uri, jwtSecret, nodeOptions: profileOptions('gateway') },
+    { DEPLOYMENT: 'community' },
+  );
   children.push(gateway);
   const bases = { gateway: `http://127.0.0.1:${gatewayPort}` } as Record<Target, string>;
-  for (const name of PEERS) bases[name] = `http://127.0.0.1:${await freePort()}`;
   await waitForHttp(gateway, `${bases.gateway}/healthz`);
   const processes = { gateway } as Record<Target, Child>;
   for (const name of PEERS) {
-    // `--secret=…` in one argument: a random secret may begin with '-', which would read as an option.
-    processes[name] = startNode(
-      name,
-      [`test/bench/servers/${name.replaceAll('_', '-')}.ts`, '--port', port(bases[name]), '--uri', uri, `--secret=${jwtSecret}`],
-      { env: { NODE_ENV: 'production' }, nodeOptions: ['--import', 'tsx', ...profileOptions(name)] },
-    );
+    const port = await freePort();
+    bases[name] = `http://127.0.0.1:${port}`;
+    processes[name] = startPeer(name, { port, uri, jwtSecret, nodeOptions: profileOptions(name) });
     children.push(processes[name]);
   }
   await Promise.all(PEERS.map((name) => waitForOutput(processes[name], /listening/)));
@@ -352,10 +339,6 @@ function summarize(samples: readonly Sample[]): ScenarioSummary {
     server_cpu_us: median(samples.map((sample) => sample.server_cpu_us ?? Number.NaN)),
     db_cpu_us: median(samples.map((sample) => sample.db_cpu_us ?? Number.NaN)),
   };
-}
-
-function port(base: string): string {
-  return new URL(base).port;
 }
 
 async function dropDatabase(uri: string): Promise<void> {

@@ -6,7 +6,7 @@ import { MongoClient } from 'mongodb';
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { sample } from '../support/metrics.js';
 import { connectAs, type Operation, type TestSocket } from '../support/websocket.js';
-import { type Child, freePort, startNode, waitForHttp, waitForOutput } from './processes.js';
+import { type Child, freePort, startGateway, startPeer, waitForHttp, waitForOutput } from './processes.js';
 import { atMost, formatTarget, type Target } from './report.js';
 
 /**
@@ -79,28 +79,17 @@ export async function measureSubscriptions(
   );
   const gatewayPort = await freePort();
   const floorPort = await freePort();
-  const gatewayChild = startNode('subscriptions gateway', ['dist/main.js'], {
-    env: {
-      NODE_ENV: 'production',
-      RATE_LIMIT: '0',
-      LOG_LEVEL: 'warn',
-      MONGODB_URI: databaseUri,
-      JWT_SECRET: jwtSecret,
-      METRICS_TOKEN,
-      PORT: String(gatewayPort),
-      HOST: '127.0.0.1',
-      SUBSCRIPTIONS_PER_CALLER: '1000000',
-      WEBSOCKETS_PER_ADDRESS: '1000000',
-      SEED_FILE: '',
-    },
-    nodeOptions: options.nodeOptions('subscriptions'),
-  });
-  // `--secret=…` in one argument: a random secret may begin with '-', which would read as an option.
-  const floorChild = startNode(
-    'websocket floor',
-    ['test/bench/servers/websocket-floor.ts', '--port', String(floorPort), '--uri', databaseUri, `--secret=${jwtSecret}`],
-    { env: { NODE_ENV: 'production' }, nodeOptions: ['--import', 'tsx', ...options.nodeOptions('websocket_floor')] },
+  const gatewayChild = startGateway(
+    'subscriptions gateway',
+    { port: gatewayPort, uri: databaseUri, jwtSecret, nodeOptions: options.nodeOptions('subscriptions') },
+    { METRICS_TOKEN, SUBSCRIPTIONS_PER_CALLER: '1000000', WEBSOCKETS_PER_ADDRESS: '1000000' },
   );
+  const floorChild = startPeer('websocket_floor', {
+    port: floorPort,
+    uri: databaseUri,
+    jwtSecret,
+    nodeOptions: options.nodeOptions('websocket_floor'),
+  });
   const gatewayBase = `http://127.0.0.1:${gatewayPort}`;
   const floorBase = `http://127.0.0.1:${floorPort}`;
   const servers: Record<LiveServerName, LiveServer> = {
