@@ -1,7 +1,6 @@
 import { badUserInput } from '../errors.js';
 import type { QueryConversationsArgs, Resolvers } from '../graphql/generated/resolvers.js';
 import { fromGlobalId, toGlobalId } from '../graphql/global-id.js';
-import { MAX_PAGE_SIZE } from '../limits.js';
 import type { ConversationKey, PageRequest } from './conversation.service.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
 
@@ -46,20 +45,15 @@ function conversationKeyOf(id: string): ConversationKey | null {
 
 /**
  * A connection's arguments as Relay's cursor connections define them: `first`/`after` forward,
- * `last`/`before` backward, 100 forward when neither count is given. Counts and cursors the
- * API cannot honour are the caller's mistake, answered as BAD_USER_INPUT.
+ * `last`/`before` backward, or both counts together. Counts and cursors the API cannot honour are
+ * the caller's mistake, answered as BAD_USER_INPUT.
  */
 function pageRequest({ first, after, last, before }: QueryConversationsArgs): PageRequest {
-  if (first != null && last != null) {
-    throw badUserInput(
-      '`first` and `last` cannot be given together: page forward with `first` and `after`, or backward with `last` and `before`',
-    );
-  }
   if (first != null && first < 0) throw badUserInput('`first` must not be negative');
   if (last != null && last < 0) throw badUserInput('`last` must not be negative');
   return {
-    direction: last == null ? 'forward' : 'backward',
-    size: last ?? first ?? MAX_PAGE_SIZE,
+    first: first ?? undefined,
+    last: last ?? undefined,
     after: cursorArgument(after, 'after'),
     before: cursorArgument(before, 'before'),
   };

@@ -3,22 +3,23 @@ import DataLoader from 'dataloader';
 import { MAX_CONVERSATION_NAME_LENGTH, MAX_PAGE_SIZE } from '../limits.js';
 import { type Outcome, userErrors } from '../shared/user-error.js';
 import type { ConversationRecord, MessageRecord } from './conversation.model.js';
-import type { ConversationStore } from './conversation.store.js';
+import type { ConversationStore, NumberRange } from './conversation.store.js';
 
 /** Which page of the caller's conversations (newest first) a connection's arguments ask for. */
 export interface PageRequest {
-  /** Forward: the first `size` conversations of the range; backward: the last `size`. Capped at MAX_PAGE_SIZE. */
-  direction: 'forward' | 'backward';
-  size: number;
+  /** The first `first` conversations of the range; 100 when neither count is given. Capped at MAX_PAGE_SIZE. */
+  first?: number;
+  /** The last `last` conversations of the range, or of its first `first` when both are given. Capped at MAX_PAGE_SIZE. */
+  last?: number;
   /** The range holds only conversations numbered below this (older than the `after` cursor's). */
   after?: number;
-  /** The range holds only conversations numbered above this (newer than the `before` cursor's). */
+  /** The range holds only conversations numbered above this (newer than the `before` cursor's), when it lies inside `after`'s. */
   before?: number;
 }
 
 /**
- * A page of conversations, newest first. The flag on the side the page was read towards comes
- * with the page (one row more was read); the other side's is read only when asked for, once.
+ * A page of conversations, newest first. A flag that compares the range with a count comes with
+ * the page (one row more was read); one that looks past a cursor is read only when asked for, once.
  */
 export interface ConversationPage {
   nodes: ConversationRecord[];
@@ -59,21 +60,36 @@ export class ConversationService {
   }
 
   /**
-   * A page as Relay's cursor connections define it: the range between the cursors, then its
-   * first or last `size`. Whether conversations lie beyond the range's other end is whether any
-   * is numbered from the cursor on (the row a cursor names counts, when it still exists).
+   * A page as the Relay Cursor Connections specification defines it (EdgesToReturn): the range
+   * between the cursors, then its first `first`, then the last `last` of those. A flag on a side
+   * whose count is given says whether the range holds more than that count; otherwise it says
+   * whether any conversation lies past the cursor on that side (the one it names counts, while
+   * it exists), which the specification lets a server answer when it can do so cheaply.
    */
-  async page({ direction, size, after, before }: PageRequest): Promise<ConversationPage> {
-    const limit = Math.min(size, MAX_PAGE_SIZE);
-    const forward = direction === 'forward';
-    const rows = await this.store.page(this.userId, limit + 1, { below: after, above: before }, forward ? 'newest' : 'oldest');
-    const more = rows.length > limit;
-    const nodes = forward ? rows.slice(0, limit) : rows.slice(0, limit).reverse();
-    const beyond = (cursor: number | undefined, range: 'atLeast' | 'atMost') =>
-      cursor === undefined ? () => false : once(() => this.store.any(this.userId, { [range]: cursor }));
-    return forward
-      ? { nodes, hasNextPage: () => more, hasPreviousPage: beyond(after, 'atLeast') }
-      : { nodes, hasNextPage: beyond(before, 'atMost'), hasPreviousPage: () => more };
+  async page({ first, last, after, before }: PageRequest): Promise<ConversationPage> {
+    const range = rangeBetween(after, before);
+    if (first === undefined && last !== undefined) {
+      // Only the end of the range: read from the oldest, one row more than `last`.
+      const size = atMostAPage(last);
+      const rows = await this.store.page(this.userId, size + 1, range, 'oldest');
+      return { nodes: rows.slice(0, size).reverse(), hasNextPage: this.past(before, 'atMost'), hasPreviousPage: () => rows.length > size };
+    }
+    // From the newest, one row more than either count: enough for the first `first`, then their
+    // last `last`, and to tell whether the range holds more than each count.
+    const head = atMostAPage(first ?? MAX_PAGE_SIZE);
+    const tail = last === undefined ? undefined : atMostAPage(last);
+    const rows = await this.store.page(this.userId, Math.max(head, tail ?? 0) + 1, range, 'newest');
+    const firsts = rows.slice(0, head);
+    return {
+      nodes: tail === undefined ? firsts : firsts.slice(Math.max(0, firsts.length - tail)),
+      hasNextPage: () => rows.length > head,
+      hasPreviousPage: tail === undefined ? this.past(after, 'atLeast') : () => rows.length > tail,
+    };
+  }
+
+  /** Whether the caller has a conversation at or past `cursor` on one side; read when first asked, once. */
+  private past(cursor: number | undefined, side: 'atLeast' | 'atMost'): () => boolean | Promise<boolean> {
+    return cursor === undefined ? () => false : once(() => this.store.any(this.userId, { [side]: cursor }));
   }
 
   get(number: number): Promise<ConversationRecord | null> {
@@ -138,6 +154,18 @@ function isValidName(name: string): boolean {
 
 /** In a `u` regular expression a surrogate pair is one code point, so only a lone surrogate is in category Cs. */
 const LONE_SURROGATE = /\p{Cs}/u;
+
+const atMostAPage = (count: number): number => Math.min(count, MAX_PAGE_SIZE);
+
+/**
+ * The conversations between the cursors, as ApplyCursorsToEdges finds them: those older than
+ * `after`, then of those the ones newer than `before`. A `before` at or past `after` names no
+ * edge that `after` left, and the specification then leaves the range as it is.
+ */
+function rangeBetween(after: number | undefined, before: number | undefined): NumberRange {
+  const beforeInside = before !== undefined && (after === undefined || before < after);
+  return { below: after, above: beforeInside ? before : undefined };
+}
 
 /** `compute` run on the first call only; later calls share its result. */
 function once<T>(compute: () => Promise<T>): () => Promise<T> {

@@ -49,8 +49,8 @@ interface SideBar {
 let gateway: TestGateway;
 let authorization: string;
 let compiled: { stdout: string; stderr: string };
-/** Names of the operations the app sent over HTTP, in order. */
-const sent: string[] = [];
+/** The operations the app sent over HTTP, in order, each with the variables it sent. */
+const sent: { name: string; variables: Variables }[] = [];
 
 /** An artifact relay-compiler wrote, loaded as a Babel-compiled `graphql` tag would load it. */
 async function artifact<T>(name: string): Promise<T> {
@@ -84,7 +84,7 @@ beforeAll(async () => {
 afterAll(() => gateway?.stop());
 
 const fetchFunction: FetchFunction = async (request, variables) => {
-  sent.push(request.name);
+  sent.push({ name: request.name, variables });
   const response = await fetch(`${gateway.url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization },
@@ -121,19 +121,25 @@ async function withDefaultEnvironment(use: (environment: Environment) => Promise
   }
 }
 
+/** A screen of the app: its query, and the paginated fragment on Query that it spreads. */
+interface Screen {
+  query: string;
+  fragment: string;
+}
+const SIDE_BAR: Screen = { query: 'AppQuery', fragment: 'ConversationList_query' };
+/** The side bar opened at a link, whose count argument has a default of 10. */
+const HISTORY: Screen = { query: 'AppHistoryQuery', fragment: 'ConversationHistory_query' };
+
 /**
  * The side bar as usePaginationFragment runs it, with relay-runtime alone: the screen's query, then
  * each page fetched with the pagination query relay-compiler made and merged by the store's
  * connection handler, the fragment read from the store after each.
  */
-async function sideBar(environment: Environment, variables: Variables) {
-  const [appQuery, fragment] = await Promise.all([
-    artifact<ConcreteRequest>('AppQuery'),
-    artifact<ReaderFragment>('ConversationList_query'),
-  ]);
-  await fetchQuery(environment, appQuery, variables).toPromise();
-  const screen = environment.lookup(createOperationDescriptor(appQuery, variables).fragment).data;
-  const selector = getSelector(fragment, screen) as SingularReaderSelector;
+async function sideBar(environment: Environment, variables: Variables, screen: Screen = SIDE_BAR) {
+  const [query, fragment] = await Promise.all([artifact<ConcreteRequest>(screen.query), artifact<ReaderFragment>(screen.fragment)]);
+  await fetchQuery(environment, query, variables).toPromise();
+  const root = environment.lookup(createOperationDescriptor(query, variables).fragment).data;
+  const selector = getSelector(fragment, root) as SingularReaderSelector;
   const read = () => environment.lookup(selector).data as unknown as SideBar;
   const metadata = getPaginationMetadata(fragment, 'usePaginationFragment');
   return {
@@ -166,7 +172,11 @@ describe('a Relay app', () => {
       await list.load('forward', 5);
       expect(list.numbers()).toEqual([12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1]);
       expect(list.read().conversations).toMatchObject({ totalCount: 12, pageInfo: { hasNextPage: false } });
-      expect(sent.slice(-3)).toEqual(['AppQuery', 'ConversationListPaginationQuery', 'ConversationListPaginationQuery']);
+      expect(sent.slice(-3).map(({ name }) => name)).toEqual([
+        'AppQuery',
+        'ConversationListPaginationQuery',
+        'ConversationListPaginationQuery',
+      ]);
     }));
 
   it('pages backward from the oldest, each page put before the last', () =>
@@ -179,6 +189,22 @@ describe('a Relay app', () => {
       await list.load('backward', 10);
       expect(list.numbers()).toEqual([12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1]);
       expect(list.read().conversations.pageInfo).toMatchObject({ hasPreviousPage: false });
+    }));
+
+  it('pages back with loadPrevious from a screen opened at a link, its count argument defaulting to 10', () =>
+    withDefaultEnvironment(async (environment) => {
+      const link = await graphql(gateway, '{ conversations(first: 4) { pageInfo { endCursor } } }', { authorization });
+      const list = await sideBar(environment, { after: link.body.data.conversations.pageInfo.endCursor }, HISTORY);
+      expect(list.numbers()).toEqual([8, 7, 6, 5, 4, 3, 2, 1]);
+      expect(list.read().conversations.pageInfo).toMatchObject({ hasNextPage: false, hasPreviousPage: true });
+      await list.load('backward', 2);
+      expect(list.numbers()).toEqual([10, 9, 8, 7, 6, 5, 4, 3, 2, 1]);
+      expect(list.read().conversations.pageInfo).toMatchObject({ hasPreviousPage: true });
+      await list.load('backward', 2);
+      expect(list.numbers()).toEqual([12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1]);
+      expect(list.read().conversations.pageInfo).toMatchObject({ hasPreviousPage: false });
+      // relay-runtime put the default in place of the null it gave `first`: both counts went out.
+      expect(sent.at(-1)).toMatchObject({ name: 'ConversationHistoryPaginationQuery', variables: { first: 10, after: null, last: 2 } });
     }));
 
   it('refetches a conversation through node with the refetch query of its @refetchable fragment', () =>
@@ -201,7 +227,7 @@ describe('a Relay app', () => {
       expect(await renamed.json()).toEqual({ status: true, message: '' });
       await fetchQuery(environment, refetch, { id: eleven.id }).toPromise();
       expect(environment.lookup(row).data).toMatchObject({ id: eleven.id, number: 11, name: 'Renamed elsewhere' });
-      expect(sent.at(-1)).toBe('ConversationItemRefetchQuery');
+      expect(sent.at(-1)?.name).toBe('ConversationItemRefetchQuery');
     }));
 
   it("deletes with @deleteRecord, which removes the conversation's record from the store", () =>

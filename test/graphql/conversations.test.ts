@@ -1,3 +1,4 @@
+import type { CommandStartedEvent } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { graphql, type GraphQLResponse, startTestGateway, type TestGateway } from '../support/gateway.js';
@@ -184,6 +185,29 @@ describe('Query.conversations', () => {
     expect(await ask('hasPreviousPage hasNextPage', { last: 10, before: after })).toEqual(['find', 'find']);
     // Without a cursor on the other side there is nothing to read.
     expect(await ask('hasNextPage hasPreviousPage', { first: 10 })).toEqual(['find']);
+    // Both counts: both flags compare the range with a count.
+    expect(await ask('hasNextPage hasPreviousPage', { first: 10, last: 3, after })).toEqual(['find']);
+  });
+
+  it('reads `first` and `last` together in one query of at most one row more than the larger count, newest first', async () => {
+    const finds: Record<string, unknown>[] = [];
+    const client = gateway.database.connection.getClient();
+    const listener = (event: CommandStartedEvent) => {
+      if (event.commandName === 'find') finds.push(event.command);
+    };
+    client.on('commandStarted', listener);
+    try {
+      expect(numbers(await page(alice, { first: 20, last: 5 }))).toEqual(countdown(135, 131));
+      expect(numbers(await page(alice, { first: 5, last: 20 }))).toEqual(countdown(150, 146));
+    } finally {
+      client.off('commandStarted', listener);
+    }
+    // The driver sends the sort as a Map.
+    const newestFirst = new Map([['id', -1]]);
+    expect(finds.map(({ sort, limit }) => ({ sort, limit }))).toEqual([
+      { sort: newestFirst, limit: 21 },
+      { sort: newestFirst, limit: 21 },
+    ]);
   });
 
   it('caps `first` at 100', async () => {
@@ -196,6 +220,14 @@ describe('Query.conversations', () => {
     expect(numbers(body.data.conversations)).toEqual(countdown(100, 1));
   });
 
+  it('caps `first` and `last` at 100 each when both are given', async () => {
+    const both = await page(alice, { first: 5000, last: 5000 });
+    expect(numbers(both)).toEqual(countdown(150, 51));
+    expect(both.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: true });
+    // The first 100 (not 120), then their last 5.
+    expect(numbers(await page(alice, { first: 120, last: 5 }))).toEqual(countdown(55, 51));
+  });
+
   it('answers an empty page for first: 0 and last: 0', async () => {
     const { body } = await graphql(gateway, PAGE, { authorization: alice, variables: { first: 0 } });
     expect(body.data.conversations.nodes).toEqual([]);
@@ -204,11 +236,11 @@ describe('Query.conversations', () => {
     expect(last.pageInfo).toEqual({ hasNextPage: false, hasPreviousPage: true, startCursor: null, endCursor: null });
   });
 
-  it('rejects `first` with `last`, a negative count and a cursor it did not issue as bad user input', async () => {
+  it('rejects a negative count and a cursor it did not issue as bad user input', async () => {
     for (const variables of [
       { first: -1 },
       { last: -1 },
-      { first: 10, last: 10 },
+      { first: 10, last: -1 },
       { after: 'bm90LWEtY3Vyc29y' },
       { after: '!!' },
       { last: 1, before: 'bm90LWEtY3Vyc29y' },

@@ -234,8 +234,10 @@ export type Query = {
    * The caller's conversations, newest (highest number) first: a Relay cursor connection both ways.
    * Forward: `first` after the cursor `after` (the previous page's `pageInfo.endCursor`). Backward:
    * `last` before the cursor `before` (the next page's `pageInfo.startCursor`). `first` is 100 when
-   * neither `first` nor `last` is given; both are capped at 100, and they cannot be given together.
-   * A cursor stays valid after the conversation it names is deleted.
+   * neither `first` nor `last` is given, and each is capped at 100. Given together, they follow the
+   * Relay Cursor Connections specification: the range between the cursors, then its first `first`,
+   * then the last `last` of those; `hasNextPage` then says whether the range holds more than `first`,
+   * `hasPreviousPage` more than `last`. A cursor stays valid after the conversation it names is deleted.
    */
   conversations: ConversationConnection;
   /**

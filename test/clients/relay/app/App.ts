@@ -6,3 +6,10 @@ export const appQuery = graphql`
     ...ConversationList_query @arguments(first: $first, after: $after, last: $last, before: $before)
   }
 `;
+
+/** The screen opened at a link: the conversations older than the one linked, with the history's default count. */
+export const appHistoryQuery = graphql`
+  query AppHistoryQuery($after: String) {
+    ...ConversationHistory_query @arguments(after: $after)
+  }
+`;
