@@ -138,6 +138,11 @@ export type Message = {
   role: Scalars['String']['output'];
 };
 
+/**
+ * What a caller can change: their conversations, and their balance by buying points. An expected
+ * outcome that is not a success (not found, invalid input, wallet too low, not available) is data,
+ * `ok: false` with a `UserError`, not an error.
+ */
 export type Mutation = {
   __typename?: 'Mutation';
   /**
@@ -174,28 +179,53 @@ export type Mutation = {
 };
 
 
+/**
+ * What a caller can change: their conversations, and their balance by buying points. An expected
+ * outcome that is not a success (not found, invalid input, wallet too low, not available) is data,
+ * `ok: false` with a `UserError`, not an error.
+ */
 export type MutationBuyArgs = {
   idempotencyKey?: InputMaybe<Scalars['String']['input']>;
   quota: Scalars['Int']['input'];
 };
 
 
+/**
+ * What a caller can change: their conversations, and their balance by buying points. An expected
+ * outcome that is not a success (not found, invalid input, wallet too low, not available) is data,
+ * `ok: false` with a `UserError`, not an error.
+ */
 export type MutationDeleteConversationArgs = {
   id: Scalars['ID']['input'];
 };
 
 
+/**
+ * What a caller can change: their conversations, and their balance by buying points. An expected
+ * outcome that is not a success (not found, invalid input, wallet too low, not available) is data,
+ * `ok: false` with a `UserError`, not an error.
+ */
 export type MutationDeleteConversationByNumberArgs = {
   number: Scalars['Int']['input'];
 };
 
 
+/**
+ * What a caller can change: their conversations, and their balance by buying points. An expected
+ * outcome that is not a success (not found, invalid input, wallet too low, not available) is data,
+ * `ok: false` with a `UserError`, not an error.
+ */
 export type MutationRenameConversationArgs = {
   id: Scalars['ID']['input'];
   name: Scalars['String']['input'];
 };
 
 
+/**
+ * What a caller can change: their conversations, and their balance by buying points. An expected
+ * outcome that is not a success (not found, invalid input, wallet too low, not available) is data,
+ * `ok: false` with a `UserError`, not an error.
+ */
 export type MutationRenameConversationByNumberArgs = {
   name: Scalars['String']['input'];
   number: Scalars['Int']['input'];
@@ -223,6 +253,11 @@ export type PageInfo = {
   startCursor?: Maybe<Scalars['String']['output']>;
 };
 
+/**
+ * What a caller can read: their conversations and balance, their gift package, and any object by
+ * its global id. Every field answers for the caller the credentials name; another user's data looks
+ * exactly like data that does not exist.
+ */
 export type Query = {
   __typename?: 'Query';
   /**
@@ -265,11 +300,21 @@ export type Query = {
 };
 
 
+/**
+ * What a caller can read: their conversations and balance, their gift package, and any object by
+ * its global id. Every field answers for the caller the credentials name; another user's data looks
+ * exactly like data that does not exist.
+ */
 export type QueryConversationArgs = {
   number: Scalars['Int']['input'];
 };
 
 
+/**
+ * What a caller can read: their conversations and balance, their gift package, and any object by
+ * its global id. Every field answers for the caller the credentials name; another user's data looks
+ * exactly like data that does not exist.
+ */
 export type QueryConversationsArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
   before?: InputMaybe<Scalars['String']['input']>;
@@ -278,11 +323,21 @@ export type QueryConversationsArgs = {
 };
 
 
+/**
+ * What a caller can read: their conversations and balance, their gift package, and any object by
+ * its global id. Every field answers for the caller the credentials name; another user's data looks
+ * exactly like data that does not exist.
+ */
 export type QueryNodeArgs = {
   id: Scalars['ID']['input'];
 };
 
 
+/**
+ * What a caller can read: their conversations and balance, their gift package, and any object by
+ * its global id. Every field answers for the caller the credentials name; another user's data looks
+ * exactly like data that does not exist.
+ */
 export type QueryNodesArgs = {
   ids: Array<Scalars['ID']['input']>;
 };
