@@ -247,7 +247,11 @@ export type PageInfo = {
   endCursor?: Maybe<Scalars['String']['output']>;
   /** Whether more items follow the last one of this page (within `before`, when given). */
   hasNextPage: Scalars['Boolean']['output'];
-  /** Whether more items come before the first one of this page (within `after`, when given). */
+  /**
+   * Whether more items come before the first one of this page (within `after`, when given). When
+   * `first` and `last` are both given, whether the range holds more than `last`, as the Relay Cursor
+   * Connections specification defines it.
+   */
   hasPreviousPage: Scalars['Boolean']['output'];
   /** Cursor of the first item of this page; pass it as `before` to get the page before. Null on an empty page. */
   startCursor?: Maybe<Scalars['String']['output']>;
