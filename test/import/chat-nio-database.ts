@@ -204,11 +204,17 @@ export function conversationsOn(engine: Engine): LegacyConversation[] {
   return CONVERSATIONS.filter((conversation) => engine === 'sqlite' || !conversation.sqliteOnly);
 }
 
-/** The problems report the import must print for this database, in its order: users, orphan quotas, keys, gifts, conversations. */
+/**
+ * The problems report the import must print for this database, in its order: users and the quota
+ * rows of no user by user id, then keys, gifts, conversations.
+ */
 export function expectedProblems(engine: Engine): string[] {
+  const byUser = [
+    ...usersOn(engine).map((user) => ({ id: user.id, lines: user.leftOut ?? [] })),
+    ...(engine === 'sqlite' ? SQLITE_ORPHAN_QUOTAS.map((quota) => ({ id: quota.userId, lines: [quota.leftOut] })) : []),
+  ];
   return [
-    ...[...usersOn(engine)].sort((a, b) => a.id - b.id).flatMap((user) => user.leftOut ?? []),
-    ...(engine === 'sqlite' ? SQLITE_ORPHAN_QUOTAS.map((quota) => quota.leftOut) : []),
+    ...byUser.sort((a, b) => a.id - b.id).flatMap((user) => user.lines),
     ...API_KEYS.flatMap((key) => key.leftOut ?? []),
     ...PACKAGES.flatMap((gift) => gift.leftOut ?? []),
     ...conversationsOn(engine).flatMap((conversation) => conversation.leftOut ?? []),

@@ -121,6 +121,11 @@ describe('npm run import from a Chat Nio database on SQLite', () => {
         'import: --batch-size must be a whole number from 1 to 10000, not "0"\n',
       ],
       [
+        ['--from', `sqlite:${file}`, '--max-data-mib', '257'],
+        { MONGODB_URI: database.uri },
+        'import: --max-data-mib must be a whole number from 1 to 256, not "257"\n',
+      ],
+      [
         ['--from', `sqlite:${directory}/missing.db`],
         { MONGODB_URI: database.uri },
         `import: ${directory}/missing.db: cannot be read (ENOENT)\n`,
