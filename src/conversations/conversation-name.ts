@@ -1,5 +1,5 @@
 import { MAX_CONVERSATION_NAME_LENGTH } from '../limits.js';
-import { characterCount, hasLoneSurrogate } from '../shared/stored-text.js';
+import { hasLoneSurrogate, isLongerThan } from '../shared/stored-text.js';
 
 /**
  * Why a conversation name is refused, or null: renaming, seed files and the import share this
@@ -10,6 +10,6 @@ import { characterCount, hasLoneSurrogate } from '../shared/stored-text.js';
 export function conversationNameProblem(name: string): string | null {
   if (name.trim() === '') return 'must not be empty or blank';
   if (hasLoneSurrogate(name)) return 'holds a lone surrogate';
-  if (characterCount(name) > MAX_CONVERSATION_NAME_LENGTH) return `must be at most ${MAX_CONVERSATION_NAME_LENGTH} characters`;
+  if (isLongerThan(name, MAX_CONVERSATION_NAME_LENGTH)) return `must be at most ${MAX_CONVERSATION_NAME_LENGTH} characters`;
   return null;
 }

@@ -31,19 +31,26 @@ export interface TableShape {
   key: readonly string[];
   content: readonly string[];
   /** The order rows are read in: primary-key order, and `quota` by user, beside `auth` (see `rowsByUser`). */
-  order: string;
+  order: readonly string[];
 }
 
 export const TABLE_SHAPES: Record<LegacyTable, TableShape> = {
-  auth: { columns: ['id', 'username'], checked: ['id', 'username'], text: ['username'], key: ['id'], content: ['username'], order: 'id' },
-  quota: { columns: ['id', 'user_id', 'quota'], checked: ['quota'], text: [], key: ['user_id'], content: ['quota'], order: 'user_id, id' },
+  auth: { columns: ['id', 'username'], checked: ['id', 'username'], text: ['username'], key: ['id'], content: ['username'], order: ['id'] },
+  quota: {
+    columns: ['id', 'user_id', 'quota'],
+    checked: ['quota'],
+    text: [],
+    key: ['user_id'],
+    content: ['quota'],
+    order: ['user_id', 'id'],
+  },
   apikey: {
     columns: ['id', 'user_id', 'api_key'],
     checked: ['user_id', 'api_key'],
     text: ['api_key'],
     key: ['api_key'],
     content: ['user_id'],
-    order: 'id',
+    order: ['id'],
   },
   package: {
     columns: ['id', 'user_id', 'type'],
@@ -51,7 +58,7 @@ export const TABLE_SHAPES: Record<LegacyTable, TableShape> = {
     text: ['type'],
     key: ['user_id', 'type'],
     content: [],
-    order: 'id',
+    order: ['id'],
   },
   conversation: {
     columns: ['id', 'user_id', 'conversation_id', 'conversation_name', 'data', 'model'],
@@ -59,7 +66,7 @@ export const TABLE_SHAPES: Record<LegacyTable, TableShape> = {
     text: ['conversation_name', 'data', 'model'],
     key: ['user_id', 'conversation_id'],
     content: ['conversation_name', 'data', 'model'],
-    order: 'id',
+    order: ['id'],
   },
 };
 
@@ -117,10 +124,13 @@ export function legacyQueries(source: LegacySource, limits: ColumnLimits): Legac
       .join(', ');
   };
   return {
-    rows: (table) => `SELECT ${read(table)} FROM ${table} ORDER BY ${TABLE_SHAPES[table].order}`,
+    // Named with their table: a bare name would be the read value's alias, and the database would sort by it.
+    rows: (table) =>
+      `SELECT ${read(table)} FROM ${table} ORDER BY ${TABLE_SHAPES[table].order.map((column) => `${table}.${column}`).join(', ')}`,
     repeated(table) {
       const key = TABLE_SHAPES[table].key.join(', ');
-      const tuple = TABLE_SHAPES[table].key.length === 1 ? key : `(${key})`;
+      const named = TABLE_SHAPES[table].key.map((column) => `${table}.${column}`).join(', ');
+      const tuple = TABLE_SHAPES[table].key.length === 1 ? named : `(${named})`;
       return `SELECT ${read(table)} FROM ${table} WHERE ${tuple} IN (SELECT ${key} FROM ${table} GROUP BY ${key} HAVING COUNT(*) > 1)`;
     },
   };
@@ -172,30 +182,23 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
  * holds a NUL is refused, and a cell over its limit was never read (`legacyQueries`).
  */
 export function cellsOf(row: Row, columns: readonly string[], limits: ColumnLimits): Checked<Row> {
-  const oversized = columns.flatMap((column) => {
-    const size = row[`${column}_bytes`];
-    return typeof size === 'number' && size > limits[column]!
-      ? [`${column}: ${size} bytes, over the limit of ${limits[column]} bytes: not read`]
-      : [];
-  });
-  if (oversized.length > 0) return { ok: false, reason: oversized.join('; ') };
-  const cells: Row = {};
   const problems: string[] = [];
   for (const column of columns) {
-    const cell = textOf(row[column]);
-    if (cell.ok) cells[column] = cell.value;
-    else problems.push(`${column}: ${cell.reason}`);
+    const size = row[`${column}_bytes`];
+    if (typeof size === 'number' && size > limits[column]!) {
+      problems.push(`${column}: ${size} bytes, over the limit of ${limits[column]} bytes: not read`);
+    }
+  }
+  if (problems.length > 0) return { ok: false, reason: problems.join('; ') };
+  const cells: Row = {};
+  for (const column of columns) {
+    const value = row[column];
+    const text = value instanceof Uint8Array ? decoded(value) : value;
+    if (text === undefined) problems.push(`${column}: is not valid UTF-8`);
+    else if (typeof text === 'string' && text.includes('\0')) problems.push(`${column}: holds a NUL character`);
+    else cells[column] = text;
   }
   return problems.length === 0 ? { ok: true, value: cells } : { ok: false, reason: problems.join('; ') };
-}
-
-/** A cell's text as stored, decoded strictly; anything else as it is. */
-function textOf(value: unknown): Checked<unknown> {
-  if (!(value instanceof Uint8Array) && typeof value !== 'string') return { ok: true, value };
-  const text = typeof value === 'string' ? value : decoded(value);
-  if (text === undefined) return { ok: false, reason: 'is not valid UTF-8' };
-  if (text.includes('\0')) return { ok: false, reason: 'holds a NUL character' };
-  return { ok: true, value: text };
 }
 
 function decoded(bytes: Uint8Array): string | undefined {

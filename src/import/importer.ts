@@ -113,7 +113,7 @@ interface RowsPass<Record> {
 /** A row accepted for writing; a copy of an earlier one (`repeat.passedOn`) waits for that one's outcome. */
 interface Accepted<Record> {
   record: Record;
-  key: string;
+  row: Row;
   repeat?: RepeatedKey;
 }
 
@@ -308,25 +308,29 @@ class ImportRun {
     );
     for await (const rows of this.batches(table, this.source.rows(this.queries.rows(table)), pass.weigh)) {
       const accepted: Accepted<Record>[] = [];
-      const copies: { key: string; of: RepeatedKey }[] = [];
+      const copies: { row: Row; of: RepeatedKey }[] = [];
       for (const row of rows) {
         this.counts(table).read += 1;
-        const key = pass.keyFor(row);
         const checked = this.checkRow(pass, row, repeated);
-        if (!checked.ok) this.leaveOut(table, key, checked.reason);
-        else if (checked.value.repeat?.passedOn === true) copies.push({ key, of: checked.value.repeat });
+        if (!checked.ok) this.leaveOut(table, pass.keyFor(row), checked.reason);
+        else if (checked.value.repeat?.passedOn === true) copies.push({ row, of: checked.value.repeat });
         else {
           if (checked.value.repeat !== undefined) checked.value.repeat.passedOn = true;
-          accepted.push({ ...checked.value, key });
+          accepted.push({ ...checked.value, row });
         }
       }
       const outcomes = await write(accepted.map(({ record }) => record));
+      const counted = (row: Row, outcome: WriteOutcome) => {
+        if (typeof outcome === 'object') this.leaveOut(table, pass.keyFor(row), outcome.conflict);
+        else this.counts(table)[outcome] += 1;
+      };
       outcomes.forEach((outcome, index) => {
-        const { key, repeat } = accepted[index]!;
+        const { row, repeat } = accepted[index]!;
         if (repeat !== undefined) repeat.outcome = outcome;
-        this.counted(table, key, outcome);
+        counted(row, outcome);
       });
-      for (const { key, of } of copies) this.counted(table, key, of.outcome === 'written' ? 'there' : of.outcome!);
+      // The first row of each key was written above, in this batch or an earlier one: its copies share its outcome.
+      for (const { row, of } of copies) counted(row, of.outcome === 'written' ? 'there' : of.outcome!);
       await pass.afterBatch?.(rows);
     }
   }
@@ -404,12 +408,6 @@ class ImportRun {
   private leaveOut(table: LegacyTable, key: string, reason: string): void {
     this.counts(table).leftOut += 1;
     this.options.onProblem({ table, key, reason });
-  }
-
-  /** A row's outcome: counted, or, for one that conflicts with what is here, listed as left out. */
-  private counted(table: LegacyTable, key: string, outcome: WriteOutcome): void {
-    if (typeof outcome === 'object') this.leaveOut(table, key, outcome.conflict);
-    else this.counts(table)[outcome] += 1;
   }
 
   private counts(table: LegacyTable): TableCounts {

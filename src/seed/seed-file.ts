@@ -12,7 +12,7 @@ import { conversationNameProblem } from '../conversations/conversation-name.js';
 import { InvalidInput } from '../invalid-input.js';
 import { MAX_CREDENTIAL_LENGTH, MAX_MESSAGE_ROLE_LENGTH, MAX_MODEL_NAME_LENGTH, MAX_USERNAME_LENGTH } from '../limits.js';
 import { isRecord } from '../shared/is-record.js';
-import { characterCount, storedTextProblem } from '../shared/stored-text.js';
+import { isLongerThan, storedTextProblem } from '../shared/stored-text.js';
 
 /** Records written per database command. */
 const BATCH_SIZE = 1_000;
@@ -48,7 +48,7 @@ const notBlank: TextRule = (value) => (value.trim() === '' ? 'must not be empty'
 const atMost =
   (length: number): TextRule =>
   (value) =>
-    characterCount(value) > length ? `must be at most ${length} characters` : null;
+    isLongerThan(value, length) ? `must be at most ${length} characters` : null;
 const apiKeyShape: TextRule = (key) =>
   key.length >= 12 && isApiKeyShaped(key)
     ? null

@@ -1,6 +1,3 @@
-/** In a `u` regular expression a surrogate pair is one code point, so only a lone surrogate is in category Cs. */
-const LONE_SURROGATE = /\p{Cs}/u;
-
 /**
  * Why `text` cannot be stored exactly as given, or null. The database stores UTF-8, which has no
  * lone surrogate (it would come back as U+FFFD); and a NUL ends text wherever it is handled as a C
@@ -12,13 +9,16 @@ export function storedTextProblem(text: string): string | null {
   return null;
 }
 
+/** A surrogate without its pair: `isWellFormed` (Node 20 on) is false for exactly these. */
 export function hasLoneSurrogate(text: string): boolean {
-  return LONE_SURROGATE.test(text);
+  return !text.isWellFormed();
 }
 
-/** Characters as a person counts them: Unicode code points, an emoji one. */
-export function characterCount(text: string): number {
+/** Whether `text` has more than `length` characters as a person counts them: Unicode code points, an emoji one. */
+export function isLongerThan(text: string, length: number): boolean {
+  // A code point takes one or two UTF-16 units, so only a text of more units can hold more.
+  if (text.length <= length) return false;
   let count = 0;
-  for (const _character of text) count += 1;
-  return count;
+  for (const _character of text) if (++count > length) return true;
+  return false;
 }

@@ -6,6 +6,8 @@ import { MongoClient } from 'mongodb';
 import sqlite from 'node-sqlite3-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { columnLimits, LEGACY_TABLES, legacyQueries } from '../../src/import/chat-nio.js';
+import { openSqliteSource } from '../../src/import/sqlite-source.js';
 import type { SsoStub } from '../../src/sso-stub/stub-server.js';
 import { startOfficialGateway, startStub } from '../billing/official.js';
 import { startTestDatabase, type TestDatabase } from '../support/database.js';
@@ -88,6 +90,20 @@ describe('npm run import from a Chat Nio database on SQLite', () => {
       expect(problems).toHaveLength(expectedProblems('sqlite').length + 4);
     } finally {
       await taken.stop();
+    }
+  });
+
+  it('reads each table in the order of its key, without sorting it: memory does not grow with the database', async () => {
+    const source = await openSqliteSource(file);
+    const queries = legacyQueries(source, columnLimits(64 * 1024 * 1024));
+    try {
+      for (const table of LEGACY_TABLES) {
+        const plan: unknown[] = [];
+        for await (const step of source.rows(`EXPLAIN QUERY PLAN ${queries.rows(table)}`)) plan.push(step.detail);
+        expect(plan.join('; '), table).not.toContain('TEMP B-TREE');
+      }
+    } finally {
+      await source.close();
     }
   });
 
