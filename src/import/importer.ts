@@ -110,7 +110,7 @@ interface RowsPass<Record> {
   afterBatch?: (rows: Row[]) => Promise<void>;
 }
 
-/** A row accepted for writing; a copy of an earlier one (`repeat.passedOn`) waits for that one's outcome. */
+/** A row passed on to be written, with its key's record when other rows have that key too (their outcome is this row's). */
 interface Accepted<Record> {
   record: Record;
   row: Row;
