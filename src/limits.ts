@@ -12,6 +12,18 @@ export const PURCHASE_RANGE = { min: 1, max: 99_999 } as const;
 /** The longest conversation name, in characters (Unicode code points), as the legacy web client's rename allowed. */
 export const MAX_CONVERSATION_NAME_LENGTH = 256;
 
+/** The longest username, in characters (code points): Chat Nio's widest text column (VARCHAR(255)); its own usernames are far shorter. */
+export const MAX_USERNAME_LENGTH = 255;
+
+/** The longest model name, in characters (code points): Chat Nio's `model` column (VARCHAR(255)). */
+export const MAX_MODEL_NAME_LENGTH = 255;
+
+/** The longest message role, in characters (code points): roles are single words (`system`, `user`, `assistant`, `tool`). */
+export const MAX_MESSAGE_ROLE_LENGTH = 64;
+
+/** The longest credential (access token or API key) an `Authorization` header may carry, in characters; longer ones are refused unread. */
+export const MAX_CREDENTIAL_LENGTH = 4096;
+
 /**
  * What one connection may hold of the HTTP server (gateway and REST sidecar alike), set in
  * `http/server.ts`. A request whose body is refused before it is read (401, 413, 429) also

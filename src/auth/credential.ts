@@ -1,7 +1,6 @@
+import { MAX_CREDENTIAL_LENGTH } from '../limits.js';
 import { API_KEY_PREFIX } from './api-key.js';
 
-/** Longer credentials are refused unread. */
-const MAX_CREDENTIAL_LENGTH = 4096;
 /** An access token: a compact JWS, its header, payload and signature in base64url (RFC 7515 §7.1). */
 const ACCESS_TOKEN_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]+$/;
 /** What follows an API key's prefix: printable ASCII without spaces. */
@@ -20,6 +19,11 @@ export function credentialOf(authorization: string | undefined): Credential | nu
   const value = authorization.trim();
   const text = /^bearer\s/i.test(value) ? value.slice(7).trim() : value;
   if (text.length > MAX_CREDENTIAL_LENGTH) return null;
-  if (text.startsWith(API_KEY_PREFIX)) return API_KEY_SHAPE.test(text.slice(API_KEY_PREFIX.length)) ? { kind: 'apiKey', text } : null;
+  if (text.startsWith(API_KEY_PREFIX)) return isApiKeyShaped(text) ? { kind: 'apiKey', text } : null;
   return ACCESS_TOKEN_SHAPE.test(text) ? { kind: 'accessToken', text } : null;
+}
+
+/** Whether `text` can be presented as an API key: `sk-`, then printable ASCII without spaces, at most MAX_CREDENTIAL_LENGTH characters. */
+export function isApiKeyShaped(text: string): boolean {
+  return text.length <= MAX_CREDENTIAL_LENGTH && text.startsWith(API_KEY_PREFIX) && API_KEY_SHAPE.test(text.slice(API_KEY_PREFIX.length));
 }

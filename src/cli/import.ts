@@ -7,14 +7,14 @@ import { buildIndexes, connectDatabase, type Database } from '../db/database.js'
 import { describeMongodbUri } from '../db/uri.js';
 import { countLegacyRows } from '../import/chat-nio.js';
 import { dryRunTarget, type ImportTarget, storeTarget } from '../import/import-target.js';
-import { DEFAULT_BATCH_SIZE, importChatNio, PROGRESS_EVERY } from '../import/importer.js';
+import { DEFAULT_BATCH_SIZE, DEFAULT_MAX_DATA_MIB, importChatNio, MAX_DATA_MIB, PROGRESS_EVERY } from '../import/importer.js';
 import { openLegacySource } from '../import/legacy-source.js';
 import { formatSummary, rowsLeftOut } from '../import/summary.js';
 import { InvalidInput } from '../invalid-input.js';
 import { createLogger } from '../logger.js';
 import { runCommand, stopRequests } from './command.js';
 
-const USAGE = `Usage: npm run import -- --from URL [--dry-run] [--batch-size N]
+const USAGE = `Usage: npm run import -- --from URL [--dry-run] [--batch-size N] [--max-data-mib N]
 
 Moves a Chat Nio database into the database named by MONGODB_URI (from the environment or .env):
 users with their balances to the last of six decimals, API keys (stored hashed, so they keep
@@ -26,10 +26,13 @@ messages. URL is one of
 What is there already is left as it is: running it again changes nothing, and a run stopped
 half-way (Ctrl-C, SIGTERM: it stops after the current batch; or a lost connection) is finished by
 the next. Every row left out is listed on stderr with its table, key and reason, and the exit code
-is then 1. Progress (every ${PROGRESS_EVERY} rows of a table) goes to stderr, the closing summary to stdout.
+is then 1: text is never altered (a row whose text is not UTF-8 or holds a NUL is left out), and
+a cell larger than its column may hold is left out by its size, unread. Progress (every
+${PROGRESS_EVERY} rows of a table) goes to stderr, the closing summary to stdout.
 
-  --dry-run        reads and checks everything, writes nothing (needs no MONGODB_URI)
-  --batch-size N   rows per database command, 1 to 10000 (default ${DEFAULT_BATCH_SIZE})
+  --dry-run          reads and checks everything, writes nothing (needs no MONGODB_URI)
+  --batch-size N     rows per database command, 1 to 10000 (default ${DEFAULT_BATCH_SIZE})
+  --max-data-mib N   the largest conversation data read, 1 to ${MAX_DATA_MIB} MiB (default ${DEFAULT_MAX_DATA_MIB})
 
 What comes across and what does not: docs/import.md.`;
 
@@ -39,10 +42,16 @@ const WRITE_TIMEOUT_MS = 120_000;
 await runCommand({
   name: 'import',
   usage: USAGE,
-  options: { from: { type: 'string' }, 'dry-run': { type: 'boolean' }, 'batch-size': { type: 'string' } },
+  options: {
+    from: { type: 'string' },
+    'dry-run': { type: 'boolean' },
+    'batch-size': { type: 'string' },
+    'max-data-mib': { type: 'string' },
+  },
   async run({ values }) {
     if (values.from === undefined) throw new InvalidInput(['--from is required (see --help)']);
-    const batchSize = parseBatchSize(values['batch-size']);
+    const batchSize = parseWholeNumber('--batch-size', values['batch-size'], { max: 10_000, default: DEFAULT_BATCH_SIZE });
+    const maxDataMib = parseWholeNumber('--max-data-mib', values['max-data-mib'], { max: MAX_DATA_MIB, default: DEFAULT_MAX_DATA_MIB });
     const dryRun = values['dry-run'] === true;
     const { mongodbUri, logLevel } = loadDataCommandConfig();
     if (mongodbUri === undefined && !dryRun) {
@@ -62,6 +71,7 @@ await runCommand({
       process.stderr.write(`import: from ${source.description} into ${into}\n`);
       const summary = await importChatNio(source, totals, target, {
         batchSize,
+        maxDataBytes: maxDataMib * 1024 * 1024,
         shouldStop: () => stop.aborted,
         onProblem: ({ table, key, reason }) => process.stderr.write(`import: left out: ${table} ${key}: ${reason}\n`),
         onProgress: ({ table, read, total, perSecond }) =>
@@ -86,10 +96,10 @@ async function databaseTarget(database: Database, logLevel: Config['logLevel']):
   return storeTarget({ accounts: accounts.store, conversations: conversations.store, giftGrants });
 }
 
-function parseBatchSize(text: string | undefined): number {
-  if (text === undefined) return DEFAULT_BATCH_SIZE;
-  if (!/^[0-9]{1,5}$/.test(text) || Number(text) < 1 || Number(text) > 10_000) {
-    throw new InvalidInput([`--batch-size must be a whole number from 1 to 10000, not "${text}"`]);
+function parseWholeNumber(option: string, text: string | undefined, range: { max: number; default: number }): number {
+  if (text === undefined) return range.default;
+  if (!/^[0-9]{1,5}$/.test(text) || Number(text) < 1 || Number(text) > range.max) {
+    throw new InvalidInput([`${option} must be a whole number from 1 to ${range.max}, not "${text}"`]);
   }
   return Number(text);
 }

@@ -1,9 +1,10 @@
 import DataLoader from 'dataloader';
 
-import { MAX_CONVERSATION_NAME_LENGTH, MAX_PAGE_SIZE } from '../limits.js';
+import { MAX_PAGE_SIZE } from '../limits.js';
 import { type Outcome, userErrors } from '../shared/user-error.js';
 import type { ConversationRecord, MessageRecord } from './conversation.model.js';
 import type { ConversationStore, NumberRange } from './conversation.store.js';
+import { conversationNameProblem } from './conversation-name.js';
 
 /** Which page of the caller's conversations (newest first) a connection's arguments ask for. */
 export interface PageRequest {
@@ -124,9 +125,9 @@ export class ConversationService {
     return { ok: true, deleted: { userId: this.userId, number } };
   }
 
-  /** The name is stored exactly as given, once it passes `isValidName`; `number` as in `delete`. */
+  /** The name is stored exactly as given, once it passes `conversationNameProblem`; `number` as in `delete`. */
   async rename(number: number | null, name: string): Promise<RenameOutcome> {
-    if (!isValidName(name)) return { ok: false, error: userErrors.invalidName };
+    if (conversationNameProblem(name) !== null) return { ok: false, error: userErrors.invalidName };
     if (number === null) return { ok: false, error: userErrors.conversationNotFound };
     const conversation = await this.store.rename(this.userId, number, name);
     if (conversation === null) return { ok: false, error: userErrors.conversationNotFound };
@@ -142,18 +143,6 @@ export class ConversationService {
     return { ok: true, deletedCount };
   }
 }
-
-/**
- * A name has 1 to MAX_CONVERSATION_NAME_LENGTH characters (code points, as a person counts
- * them), not all white space, and is well-formed Unicode (the database stores UTF-8, which
- * could not keep a lone surrogate as given).
- */
-function isValidName(name: string): boolean {
-  return name.trim() !== '' && !LONE_SURROGATE.test(name) && [...name].length <= MAX_CONVERSATION_NAME_LENGTH;
-}
-
-/** In a `u` regular expression a surrogate pair is one code point, so only a lone surrogate is in category Cs. */
-const LONE_SURROGATE = /\p{Cs}/u;
 
 const atMostAPage = (count: number): number => Math.min(count, MAX_PAGE_SIZE);
 

@@ -6,6 +6,7 @@ import { type Gift, GIFTS } from '../billing/gift.js';
 import type { ConversationRecord } from '../conversations/conversation.model.js';
 import { MAX_DOCUMENT_BYTES, storedBytes } from '../conversations/conversation.store.js';
 import { InvalidInput } from '../invalid-input.js';
+import { MAX_CONVERSATION_NAME_LENGTH, MAX_CREDENTIAL_LENGTH, MAX_MODEL_NAME_LENGTH, MAX_USERNAME_LENGTH } from '../limits.js';
 import { describeIssue, seedRules } from '../seed/seed-file.js';
 import { isRecord } from '../shared/is-record.js';
 import type { LegacySource, Row } from './legacy-source.js';
@@ -18,29 +19,122 @@ import type { LegacySource, Row } from './legacy-source.js';
 export const LEGACY_TABLES = ['auth', 'quota', 'apikey', 'package', 'conversation'] as const;
 export type LegacyTable = (typeof LEGACY_TABLES)[number];
 
-/** The columns read from each table; the others (passwords, emails, `used`, …) stay behind. */
-const COLUMNS: Record<LegacyTable, string[]> = {
-  auth: ['id', 'username'],
-  quota: ['id', 'user_id', 'quota'],
-  apikey: ['id', 'user_id', 'api_key'],
-  package: ['id', 'user_id', 'type'],
-  conversation: ['id', 'user_id', 'conversation_id', 'conversation_name', 'data', 'model'],
+/** A table as the import reads it. */
+export interface TableShape {
+  /** The columns read; the others (passwords, emails, `used`, …) stay behind. */
+  columns: readonly string[];
+  /** The columns a row's checks look at. */
+  checked: readonly string[];
+  /** The columns of text (the others hold numbers): a row with a text cell over its limit has none of its text read. */
+  text: readonly string[];
+  /** What names one record here: rows with the same key are copies when they agree on `content`, and differ otherwise. */
+  key: readonly string[];
+  content: readonly string[];
+  /** The order rows are read in: primary-key order, and `quota` by user, beside `auth` (see `rowsByUser`). */
+  order: readonly string[];
+}
+
+export const TABLE_SHAPES: Record<LegacyTable, TableShape> = {
+  auth: { columns: ['id', 'username'], checked: ['id', 'username'], text: ['username'], key: ['id'], content: ['username'], order: ['id'] },
+  quota: {
+    columns: ['id', 'user_id', 'quota'],
+    checked: ['quota'],
+    text: [],
+    key: ['user_id'],
+    content: ['quota'],
+    order: ['user_id', 'id'],
+  },
+  apikey: {
+    columns: ['id', 'user_id', 'api_key'],
+    checked: ['user_id', 'api_key'],
+    text: ['api_key'],
+    key: ['api_key'],
+    content: ['user_id'],
+    order: ['id'],
+  },
+  package: {
+    columns: ['id', 'user_id', 'type'],
+    checked: ['user_id', 'type'],
+    text: ['type'],
+    key: ['user_id', 'type'],
+    content: [],
+    order: ['id'],
+  },
+  conversation: {
+    columns: ['id', 'user_id', 'conversation_id', 'conversation_name', 'data', 'model'],
+    checked: ['user_id', 'conversation_id', 'conversation_name', 'data', 'model'],
+    text: ['conversation_name', 'data', 'model'],
+    key: ['user_id', 'conversation_id'],
+    content: ['conversation_name', 'data', 'model'],
+    order: ['id'],
+  },
 };
 
-/** Each read, in primary key order. The same SQL runs on MySQL, MariaDB and SQLite. */
-export const LEGACY_QUERIES = {
-  /** Every user with its quota row, when it has one (Chat Nio reads a missing one as 0). */
-  users:
-    'SELECT auth.id AS id, auth.username AS username, quota.id AS quota_id, quota.quota AS quota ' +
-    'FROM auth LEFT JOIN quota ON quota.user_id = auth.id ORDER BY auth.id',
-  /** Quota rows of no user (SQLite does not enforce Chat Nio's foreign keys). */
-  orphanQuotas:
-    'SELECT quota.id AS id, quota.user_id AS user_id, quota.quota AS quota ' +
-    'FROM quota LEFT JOIN auth ON auth.id = quota.user_id WHERE auth.id IS NULL ORDER BY quota.id',
-  apiKeys: 'SELECT id, user_id, api_key FROM apikey ORDER BY id',
-  gifts: 'SELECT id, user_id, type FROM package ORDER BY id',
-  conversations: 'SELECT id, user_id, conversation_id, conversation_name, data, model FROM conversation ORDER BY id',
-} as const;
+/** The most bytes read of each column: a larger cell is left out by its size, never read. */
+export type ColumnLimits = Readonly<Record<string, number>>;
+
+/** Far more than the text of any number SQLite or MySQL stores (a `DECIMAL(24,6)` takes 26). */
+const NUMBER_BYTES = 64;
+/** A character takes at most four bytes of UTF-8. */
+const UTF8_BYTES_PER_CHARACTER = 4;
+/** Chat Nio's `VARCHAR(255)`: the gift names here are far shorter. */
+const GIFT_TYPE_BYTES = 255;
+
+/**
+ * What each column may hold at most: the bytes the longest value its rule accepts can take, and
+ * for `data` (a conversation's messages, whose document is checked once read) `maxDataBytes`.
+ */
+export function columnLimits(maxDataBytes: number): ColumnLimits {
+  return {
+    id: NUMBER_BYTES,
+    user_id: NUMBER_BYTES,
+    conversation_id: NUMBER_BYTES,
+    quota: NUMBER_BYTES,
+    username: UTF8_BYTES_PER_CHARACTER * MAX_USERNAME_LENGTH,
+    api_key: MAX_CREDENTIAL_LENGTH,
+    type: GIFT_TYPE_BYTES,
+    conversation_name: UTF8_BYTES_PER_CHARACTER * MAX_CONVERSATION_NAME_LENGTH,
+    model: UTF8_BYTES_PER_CHARACTER * MAX_MODEL_NAME_LENGTH,
+    data: maxDataBytes,
+  };
+}
+
+/** The queries of an import. The same SQL runs on MySQL, MariaDB and SQLite but for how a cell is sized and read. */
+export interface LegacyQueries {
+  /** Every row of the table, in `order`. */
+  rows(table: LegacyTable): string;
+  /** The rows whose key other rows have too, for telling copies from rows that differ. */
+  repeated(table: LegacyTable): string;
+}
+
+/**
+ * Each column comes with its size as `COLUMN_bytes`, asked of the database first. A number over
+ * its limit is not read; in a row with a text cell over its limit, no text is read (a cell stored
+ * after a large one could only be reached through it) and the numbers name the row.
+ */
+export function legacyQueries(source: LegacySource, limits: ColumnLimits): LegacyQueries {
+  const over = (column: string) => `${source.sizeOf(column)} > ${limits[column]!}`;
+  const read = (table: LegacyTable) => {
+    const { columns, text } = TABLE_SHAPES[table];
+    return columns
+      .map((column) => {
+        const unread = text.includes(column) ? text.map(over).join(' OR ') : over(column);
+        return `CASE WHEN ${unread} THEN NULL ELSE ${source.valueOf(column)} END AS ${column}, ${source.sizeOf(column)} AS ${column}_bytes`;
+      })
+      .join(', ');
+  };
+  return {
+    // Named with their table: a bare name would be the read value's alias, and the database would sort by it.
+    rows: (table) =>
+      `SELECT ${read(table)} FROM ${table} ORDER BY ${TABLE_SHAPES[table].order.map((column) => `${table}.${column}`).join(', ')}`,
+    repeated(table) {
+      const key = TABLE_SHAPES[table].key.join(', ');
+      const named = TABLE_SHAPES[table].key.map((column) => `${table}.${column}`).join(', ');
+      const tuple = TABLE_SHAPES[table].key.length === 1 ? named : `(${named})`;
+      return `SELECT ${read(table)} FROM ${table} WHERE ${tuple} IN (SELECT ${key} FROM ${table} GROUP BY ${key} HAVING COUNT(*) > 1)`;
+    },
+  };
+}
 
 /**
  * Checks that each table has the columns read, and counts its rows (for progress). A database
@@ -50,7 +144,7 @@ export async function countLegacyRows(source: LegacySource): Promise<Record<Lega
   const counts = {} as Record<LegacyTable, number>;
   for (const table of LEGACY_TABLES) {
     try {
-      for await (const _row of source.rows(`SELECT ${COLUMNS[table].join(', ')} FROM ${table} LIMIT 0`));
+      for await (const _row of source.rows(`SELECT ${TABLE_SHAPES[table].columns.join(', ')} FROM ${table} LIMIT 0`));
     } catch (error) {
       const message = (error as Error).message;
       if (!NOT_CHAT_NIO.test(message)) throw error;
@@ -79,9 +173,57 @@ export interface LegacyUser {
   balanceMicros: number;
 }
 
-/** `column=value`, how a problem names its row. */
+/** Text as stored, strictly: bytes that are not UTF-8 are refused, never replaced, and a byte order mark is kept. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * The cells of `columns` as the checks take them: text (read as bytes) decoded, numbers and NULL
+ * as they are; or why they cannot be taken. Nothing is ever altered: text that is not UTF-8 or
+ * holds a NUL is refused, and a cell over its limit was never read (`legacyQueries`).
+ */
+export function cellsOf(row: Row, columns: readonly string[], limits: ColumnLimits): Checked<Row> {
+  const problems: string[] = [];
+  for (const column of columns) {
+    const size = row[`${column}_bytes`];
+    if (typeof size === 'number' && size > limits[column]!) {
+      problems.push(`${column}: ${size} bytes, over the limit of ${limits[column]} bytes: not read`);
+    }
+  }
+  if (problems.length > 0) return { ok: false, reason: problems.join('; ') };
+  const cells: Row = {};
+  for (const column of columns) {
+    const value = row[column];
+    const text = value instanceof Uint8Array ? decoded(value) : value;
+    if (text === undefined) problems.push(`${column}: is not valid UTF-8`);
+    else if (typeof text === 'string' && text.includes('\0')) problems.push(`${column}: holds a NUL character`);
+    else cells[column] = text;
+  }
+  return problems.length === 0 ? { ok: true, value: cells } : { ok: false, reason: problems.join('; ') };
+}
+
+function decoded(bytes: Uint8Array): string | undefined {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+/** `column=value`, how a problem names its row: text in quotes, bytes that are not UTF-8 in hexadecimal, a cell not read by its size. */
 export function keyOf(row: Row, ...columns: string[]): string {
-  return columns.map((column) => `${column}=${shown(row[column])}`).join(' ');
+  return columns.map((column) => `${column}=${shownCell(row, column)}`).join(' ');
+}
+
+/** A cell as a problem shows it (see `keyOf`). */
+export function shownCell(row: Row, column: string): string {
+  const value = row[column];
+  const size = row[`${column}_bytes`];
+  if (value === null && typeof size === 'number') return `(${size} bytes, not read)`;
+  if (!(value instanceof Uint8Array)) return shown(value);
+  const text = decoded(value);
+  if (text !== undefined) return shown(text);
+  const hex = Buffer.from(value.subarray(0, 28)).toString('hex');
+  return `x'${hex}${value.length > 28 ? '…' : ''}'`;
 }
 
 /** A user id as the rows give it: a number when it is one, for comparing with the users read. */

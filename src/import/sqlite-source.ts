@@ -20,6 +20,10 @@ export async function openSqliteSource(path: string): Promise<LegacySource> {
   return {
     description: `sqlite:${path}`,
     balancesAreFloats: true,
+    // octet_length() takes a cell's size from its record header, without reading the cell.
+    sizeOf: (column) => `octet_length(${column})`,
+    // The binding would cut text at a NUL and replace bytes that are not UTF-8: text comes as a BLOB of its bytes.
+    valueOf: (column) => `CASE WHEN typeof(${column}) = 'text' THEN CAST(${column} AS BLOB) ELSE ${column} END`,
     async *rows(sql: string): AsyncGenerator<Row> {
       const statement = database.prepare(sql);
       try {

@@ -6,10 +6,13 @@ import { z } from 'zod';
 import type { AccountStore } from '../accounts/account.store.js';
 import { BALANCE_DECIMALS, exactMicros, MAX_BALANCE_POINTS, pointsToMicros } from '../accounts/points.js';
 import { API_KEY_PREFIX, hashApiKey } from '../auth/api-key.js';
+import { isApiKeyShaped } from '../auth/credential.js';
 import type { ConversationStore } from '../conversations/conversation.store.js';
+import { conversationNameProblem } from '../conversations/conversation-name.js';
 import { InvalidInput } from '../invalid-input.js';
-import { MAX_CONVERSATION_NAME_LENGTH } from '../limits.js';
+import { MAX_CREDENTIAL_LENGTH, MAX_MESSAGE_ROLE_LENGTH, MAX_MODEL_NAME_LENGTH, MAX_USERNAME_LENGTH } from '../limits.js';
 import { isRecord } from '../shared/is-record.js';
+import { isLongerThan, storedTextProblem } from '../shared/stored-text.js';
 
 /** Records written per database command. */
 const BATCH_SIZE = 1_000;
@@ -27,10 +30,33 @@ const quota = z
   .refine((value) => value >= 0 && value <= MAX_BALANCE_POINTS, `must be from 0 to ${MAX_BALANCE_POINTS}`)
   .refine((value) => exactMicros(value) !== null, `must have at most ${BALANCE_DECIMALS} decimal places`);
 
-const username = z.string(typed('a string')).refine((name) => name.trim() !== '', 'must not be empty');
-const apiKey = z
-  .string(typed('a string'))
-  .refine((key) => key.startsWith(API_KEY_PREFIX) && key.length >= 12, `must start with ${API_KEY_PREFIX} and be 12 characters or more`);
+/** A rule of a text field: why the text is refused, or null. */
+type TextRule = (text: string) => string | null;
+
+/** A string that passes every rule; the first one that refuses it gives the message. */
+function text(...rules: TextRule[]) {
+  return z.string(typed('a string')).superRefine((value, context) => {
+    for (const rule of rules) {
+      const message = rule(value);
+      if (message !== null) return context.addIssue({ code: 'custom', message, input: value });
+    }
+  });
+}
+
+const notEmpty: TextRule = (value) => (value === '' ? 'must not be empty' : null);
+const notBlank: TextRule = (value) => (value.trim() === '' ? 'must not be empty' : null);
+const atMost =
+  (length: number): TextRule =>
+  (value) =>
+    isLongerThan(value, length) ? `must be at most ${length} characters` : null;
+const apiKeyShape: TextRule = (key) =>
+  key.length >= 12 && isApiKeyShaped(key)
+    ? null
+    : `must start with ${API_KEY_PREFIX}, be 12 to ${MAX_CREDENTIAL_LENGTH} characters long and hold only printable ASCII without spaces`;
+
+// Every text is stored exactly as given, so none may hold what storage would change (`storedTextProblem`).
+const username = text(notBlank, storedTextProblem, atMost(MAX_USERNAME_LENGTH));
+const apiKey = text(storedTextProblem, apiKeyShape);
 
 const userSchema = z.strictObject({
   id,
@@ -42,17 +68,15 @@ const userSchema = z.strictObject({
 const conversationSchema = z.strictObject({
   userId: id,
   id,
-  // Code points, as renaming counts them.
-  name: z
-    .string(typed('a string'))
-    .refine((name) => [...name].length <= MAX_CONVERSATION_NAME_LENGTH, `must be at most ${MAX_CONVERSATION_NAME_LENGTH} characters`),
-  model: z.string(typed('a string')),
+  // The rule of renaming.
+  name: text(conversationNameProblem, storedTextProblem),
+  model: text(storedTextProblem, atMost(MAX_MODEL_NAME_LENGTH)),
   enableWeb: z.boolean(typed('true or false')).default(false),
   messages: z
     .array(
       z.strictObject({
-        role: z.string(typed('a string')).refine((role) => role !== '', 'must not be empty'),
-        content: z.string(typed('a string')),
+        role: text(notEmpty, storedTextProblem, atMost(MAX_MESSAGE_ROLE_LENGTH)),
+        content: text(storedTextProblem),
       }),
     )
     .default([]),

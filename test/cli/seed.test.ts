@@ -99,6 +99,10 @@ describe('npm run seed', () => {
         conversation(404, 1),
         { ...conversation(50, 3), messages: [{ role: '', content: 7 }] },
         conversation(50, 4, '🚀'.repeat(257)),
+        // What a rename refuses, and text that could not be stored as given.
+        conversation(50, 5, ' '),
+        { ...conversation(50, 6), model: 'm'.repeat(256), messages: [{ role: 'user', content: 'half of 🚀: \ud83d' }] },
+        { ...conversation(50, 7), messages: [{ role: 'user', content: 'nul \u0000 here' }] },
       ],
     });
     const { code, stdout, stderr } = await seed(file);
@@ -108,19 +112,23 @@ describe('npm run seed', () => {
       [
         'users[1].id: must be a number',
         'users[2].quota: must be from 0 to 1000000000',
-        'users[2].apiKeys[1]: must start with sk- and be 12 characters or more',
+        'users[2].apiKeys[1]: must start with sk-, be 12 to 4096 characters long and hold only printable ASCII without spaces',
         'users[3]: Unrecognized key: "enableWeb"',
         'conversations[1].id: is required',
         'conversations[2].id: must be an integer from 1 to 2147483647',
         'conversations[5].messages[0].role: must not be empty',
         'conversations[5].messages[0].content: must be a string',
         'conversations[6].name: must be at most 256 characters',
+        'conversations[7].name: must not be empty or blank',
+        'conversations[8].model: must be at most 255 characters',
+        'conversations[8].messages[0].content: holds a lone surrogate',
+        'conversations[9].messages[0].content: holds a NUL character',
         'users[3].id: user 50 is listed twice (also users[0].id)',
         'users[2].username: "erin" is listed twice (also users[0].username)',
         'conversations[3]: conversation 1 of user 50 is listed twice (also conversations[0])',
         'conversations[4].userId: user 404 is neither in the file nor in the database',
         'users[2].apiKeys[0]: this key belongs to user 1 in the database',
-        '14 problems; nothing was written',
+        '18 problems; nothing was written',
       ].map((line) => `seed: ${file}: ${line}`),
     );
     expect(await snapshot()).toEqual(before);

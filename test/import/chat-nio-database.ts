@@ -76,7 +76,12 @@ export const API_KEYS = [
   { userId: 1, key: `sk-${'a1'.repeat(32)}` },
   { userId: 2, key: `sk-${'b2'.repeat(32)}` },
   { userId: 8, key: `sk-${'c3'.repeat(32)}`, leftOut: 'apikey id=3 user_id=8: user 8 was left out (see auth)' },
-  { userId: 4, key: 'not-a-key', leftOut: 'apikey id=4 user_id=4: api_key: must start with sk- and be 12 characters or more' },
+  {
+    userId: 4,
+    key: 'not-a-key',
+    leftOut:
+      'apikey id=4 user_id=4: api_key: must start with sk-, be 12 to 4096 characters long and hold only printable ASCII without spaces',
+  },
 ];
 
 export const PACKAGES = [
@@ -114,7 +119,14 @@ export const CONVERSATIONS: LegacyConversation[] = [
     model: 'gpt-4o',
     leftOut: 'conversation user_id=1 conversation_id=5: data[0].content: is required',
   },
-  { userId: 1, id: 6, name: '', data: '[]', model: 'claude-3-haiku' },
+  {
+    userId: 1,
+    id: 6,
+    name: '',
+    data: '[]',
+    model: 'claude-3-haiku',
+    leftOut: 'conversation user_id=1 conversation_id=6: conversation_name: must not be empty or blank',
+  },
   {
     userId: 1,
     id: 7,
@@ -192,11 +204,17 @@ export function conversationsOn(engine: Engine): LegacyConversation[] {
   return CONVERSATIONS.filter((conversation) => engine === 'sqlite' || !conversation.sqliteOnly);
 }
 
-/** The problems report the import must print for this database, in its order: users, orphan quotas, keys, gifts, conversations. */
+/**
+ * The problems report the import must print for this database, in its order: users and the quota
+ * rows of no user by user id, then keys, gifts, conversations.
+ */
 export function expectedProblems(engine: Engine): string[] {
+  const byUser = [
+    ...usersOn(engine).map((user) => ({ id: user.id, lines: user.leftOut ?? [] })),
+    ...(engine === 'sqlite' ? SQLITE_ORPHAN_QUOTAS.map((quota) => ({ id: quota.userId, lines: [quota.leftOut] })) : []),
+  ];
   return [
-    ...[...usersOn(engine)].sort((a, b) => a.id - b.id).flatMap((user) => user.leftOut ?? []),
-    ...(engine === 'sqlite' ? SQLITE_ORPHAN_QUOTAS.map((quota) => quota.leftOut) : []),
+    ...byUser.sort((a, b) => a.id - b.id).flatMap((user) => user.lines),
     ...API_KEYS.flatMap((key) => key.leftOut ?? []),
     ...PACKAGES.flatMap((gift) => gift.leftOut ?? []),
     ...conversationsOn(engine).flatMap((conversation) => conversation.leftOut ?? []),

@@ -6,6 +6,8 @@ import { MongoClient } from 'mongodb';
 import sqlite from 'node-sqlite3-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { columnLimits, LEGACY_TABLES, legacyQueries } from '../../src/import/chat-nio.js';
+import { openSqliteSource } from '../../src/import/sqlite-source.js';
 import type { SsoStub } from '../../src/sso-stub/stub-server.js';
 import { startOfficialGateway, startStub } from '../billing/official.js';
 import { startTestDatabase, type TestDatabase } from '../support/database.js';
@@ -91,6 +93,20 @@ describe('npm run import from a Chat Nio database on SQLite', () => {
     }
   });
 
+  it('reads each table in the order of its key, without sorting it: memory does not grow with the database', async () => {
+    const source = await openSqliteSource(file);
+    const queries = legacyQueries(source, columnLimits(64 * 1024 * 1024));
+    try {
+      for (const table of LEGACY_TABLES) {
+        const plan: unknown[] = [];
+        for await (const step of source.rows(`EXPLAIN QUERY PLAN ${queries.rows(table)}`)) plan.push(step.detail);
+        expect(plan.join('; '), table).not.toContain('TEMP B-TREE');
+      }
+    } finally {
+      await source.close();
+    }
+  });
+
   it('refuses bad arguments, a missing file and a database that is not Chat Nio’s in one line each, with exit code 2', async () => {
     const notChatNio = join(directory, 'other.db');
     const other = new sqlite.Database(notChatNio);
@@ -119,6 +135,11 @@ describe('npm run import from a Chat Nio database on SQLite', () => {
         ['--from', `sqlite:${file}`, '--batch-size', '0'],
         { MONGODB_URI: database.uri },
         'import: --batch-size must be a whole number from 1 to 10000, not "0"\n',
+      ],
+      [
+        ['--from', `sqlite:${file}`, '--max-data-mib', '257'],
+        { MONGODB_URI: database.uri },
+        'import: --max-data-mib must be a whole number from 1 to 256, not "257"\n',
       ],
       [
         ['--from', `sqlite:${directory}/missing.db`],

@@ -13,11 +13,19 @@ export function goJson(value: unknown): string {
   return JSON.stringify(value).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026');
 }
 
-/** One row: its table, the columns Chat Nio fills, their values. */
+/** One row: its table, the columns Chat Nio fills, their values (bytes, a `Uint8Array`, are stored as text exactly as given). */
 export interface Insert {
   table: string;
   columns: string[];
   values: unknown[];
+}
+
+/** How the tables differ from Chat Nio's own, for databases an import must survive. */
+export interface TableChanges {
+  /** SQLite: no primary keys and no unique constraints, so rows can repeat. */
+  withoutKeys?: boolean;
+  /** MariaDB: statements run after the tables are made and before the rows go in (`ALTER TABLE …`). */
+  alter?: string;
 }
 
 /** Chat Nio's tables on MariaDB, as it creates them (the columns the import reads, and the others). */
@@ -76,7 +84,12 @@ function* runsOf(rows: Iterable<Insert>, size: number): Generator<Insert[]> {
 }
 
 /** Creates database `name` on the server (utf8mb4, as deployments of Chat Nio use), with Chat Nio's tables and `rows`. */
-export async function createChatNioOnMariaDb(server: PrivateMariaDb, name: string, rows: Iterable<Insert>): Promise<void> {
+export async function createChatNioOnMariaDb(
+  server: PrivateMariaDb,
+  name: string,
+  rows: Iterable<Insert>,
+  changes: TableChanges = {},
+): Promise<void> {
   const admin = await server.connect();
   try {
     await admin.query(`CREATE DATABASE ${name} CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci`);
@@ -86,6 +99,7 @@ export async function createChatNioOnMariaDb(server: PrivateMariaDb, name: strin
   const connection = await server.connect(name);
   try {
     await connection.query(MARIADB_TABLES);
+    if (changes.alter !== undefined) await connection.query(changes.alter);
     for (const run of runsOf(rows, 500)) {
       const { table, columns } = run[0]!;
       await connection.query(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ?`, [run.map((row) => row.values)]);
@@ -95,15 +109,23 @@ export async function createChatNioOnMariaDb(server: PrivateMariaDb, name: strin
   }
 }
 
-/** Creates Chat Nio's SQLite file at `path`, as its Go code fills it: foreign keys not enforced (go-sqlite3's default). */
-export function createChatNioOnSqlite(path: string, rows: Iterable<Insert>): void {
+/** Chat Nio's SQLite tables without their keys: no primary key, nothing unique. */
+const SQLITE_TABLES_WITHOUT_KEYS = SQLITE_TABLES.replace(/ PRIMARY KEY AUTOINCREMENT| UNIQUE(?=[ ,])|, UNIQUE \([^)]*\)/g, '');
+
+/**
+ * Creates Chat Nio's SQLite file at `path`, as its Go code fills it: foreign keys not enforced
+ * (go-sqlite3's default). Bytes are stored as TEXT holding exactly those bytes, as Go's string
+ * (any bytes) would be.
+ */
+export function createChatNioOnSqlite(path: string, rows: Iterable<Insert>, changes: TableChanges = {}): void {
   const database = new sqlite.Database(path);
   try {
     database.exec('PRAGMA foreign_keys = OFF');
-    database.exec(SQLITE_TABLES);
+    database.exec(changes.withoutKeys === true ? SQLITE_TABLES_WITHOUT_KEYS : SQLITE_TABLES);
     database.exec('BEGIN');
     for (const { table, columns, values } of rows) {
-      database.run(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`, values as never);
+      const placeholders = values.map((value) => (value instanceof Uint8Array ? 'CAST(? AS TEXT)' : '?'));
+      database.run(`INSERT INTO ${table} (${columns.join(', ')}) VALUES (${placeholders.join(', ')})`, values as never);
     }
     database.exec('COMMIT');
   } finally {
