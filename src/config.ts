@@ -28,6 +28,8 @@ export interface Config {
   rateLimit: number;
   /** Where rate-limit counters live: this process's memory, or the database (one budget across instances). */
   rateLimitStore: 'memory' | 'mongo';
+  /** The bytes of stored text one answer may carry; an operation asking for more is refused whole (RESPONSE_TOO_LARGE). */
+  responseMaxBytes: number;
   /** Bearer token for `/metrics`; in production `/metrics` is served only when it is set. */
   metricsToken: string | undefined;
   /** Trusted documents: the file of documents by id, and whether `/graphql` runs only those. */
@@ -195,6 +197,7 @@ const VARIABLES = {
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   RATE_LIMIT: wholeNumber(0, 1_000_000).default(20),
   RATE_LIMIT_STORE: z.enum(['memory', 'mongo']).default('memory'),
+  RESPONSE_MAX_BYTES: wholeNumber(65_536, 1_073_741_824).default(33_554_432),
   METRICS_TOKEN: optionalText,
   PERSISTED_DOCUMENTS: optionalText,
   PERSISTED_DOCUMENTS_ONLY: z.enum(['true', 'false']).default('false'),
@@ -346,6 +349,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     logLevel: env.LOG_LEVEL,
     rateLimit: env.RATE_LIMIT,
     rateLimitStore: env.RATE_LIMIT_STORE,
+    responseMaxBytes: env.RESPONSE_MAX_BYTES,
     metricsToken: env.METRICS_TOKEN,
     persistedDocuments:
       env.PERSISTED_DOCUMENTS === undefined ? undefined : { file: env.PERSISTED_DOCUMENTS, only: env.PERSISTED_DOCUMENTS_ONLY === 'true' },

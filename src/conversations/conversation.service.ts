@@ -1,6 +1,7 @@
 import DataLoader from 'dataloader';
 
 import { MAX_CONVERSATION_NAME_LENGTH, MAX_PAGE_SIZE } from '../limits.js';
+import type { ResponseBudget } from '../operations/response-budget.js';
 import { type Outcome, userErrors } from '../shared/user-error.js';
 import type { ConversationRecord, MessageRecord } from './conversation.model.js';
 import type { ConversationStore } from './conversation.store.js';
@@ -39,6 +40,10 @@ export type RenameOutcome = Outcome<{ conversation: ConversationRecord }>;
  * One caller's view of their conversations, built per request. Every read is
  * scoped to the caller, so someone else's conversation looks exactly like a
  * missing one. The loaders batch all lookups of one request into one query.
+ *
+ * What it hands to the answer is charged to the request's budget each time: the names and
+ * models of a page or of a conversation looked up, a conversation's messages (whole, roles and
+ * contents) each time they are resolved. Its reads stop once they hold more than the budget has left.
  */
 export class ConversationService {
   private readonly byId: DataLoader<number, ConversationRecord | null>;
@@ -47,13 +52,14 @@ export class ConversationService {
   constructor(
     private readonly store: ConversationStore,
     private readonly userId: number,
+    private readonly budget: ResponseBudget,
   ) {
     this.byId = new DataLoader(async (ids) => {
-      const found = indexById(await store.findMany(userId, ids));
+      const found = indexById(await store.findMany(userId, ids, budget));
       return ids.map((id) => found.get(id) ?? null);
     });
     this.messagesById = new DataLoader(async (ids) => {
-      const found = indexById(await store.messagesOf(userId, ids));
+      const found = indexById(await store.messagesOf(userId, ids, budget));
       return ids.map((id) => found.get(id)?.messages ?? []);
     });
   }
@@ -66,18 +72,23 @@ export class ConversationService {
   async page({ direction, size, after, before }: PageRequest): Promise<ConversationPage> {
     const limit = Math.min(size, MAX_PAGE_SIZE);
     const forward = direction === 'forward';
-    const rows = await this.store.page(this.userId, limit + 1, { below: after, above: before }, forward ? 'newest' : 'oldest');
+    const rows = await this.store.page(this.userId, limit + 1, { below: after, above: before }, forward ? 'newest' : 'oldest', this.budget);
     const more = rows.length > limit;
     const nodes = forward ? rows.slice(0, limit) : rows.slice(0, limit).reverse();
+    let bytes = 0;
+    for (const node of nodes) bytes += summaryBytes(node);
+    this.budget.charge(bytes);
     const beyond = (cursor: number | undefined, range: 'atLeast' | 'atMost') =>
-      cursor === undefined ? () => false : once(() => this.store.any(this.userId, { [range]: cursor }));
+      cursor === undefined ? () => false : once(() => this.store.any(this.userId, { [range]: cursor }, this.budget));
     return forward
       ? { nodes, hasNextPage: () => more, hasPreviousPage: beyond(after, 'atLeast') }
       : { nodes, hasNextPage: beyond(before, 'atMost'), hasPreviousPage: () => more };
   }
 
-  get(number: number): Promise<ConversationRecord | null> {
-    return this.byId.load(number);
+  async get(number: number): Promise<ConversationRecord | null> {
+    const conversation = await this.byId.load(number);
+    if (conversation !== null) this.budget.charge(summaryBytes(conversation));
+    return conversation;
   }
 
   /** The number of the caller's conversation that `key` names; null when it names someone else's. */
@@ -93,7 +104,19 @@ export class ConversationService {
 
   /** Uses the bodies already loaded with the conversation, else one batched read for the whole request. */
   messagesOf(conversation: ConversationRecord): Promise<MessageRecord[]> | MessageRecord[] {
-    return conversation.messages ?? this.messagesById.load(conversation.id);
+    return conversation.messages === undefined ? this.loadMessages(conversation.id) : this.answered(conversation.messages);
+  }
+
+  private async loadMessages(number: number): Promise<MessageRecord[]> {
+    return this.answered(await this.messagesById.load(number));
+  }
+
+  /** Messages going into the answer, charged each time: aliases that repeat them repeat the bytes. */
+  private answered(messages: MessageRecord[]): MessageRecord[] {
+    let bytes = 0;
+    for (const { role, content } of messages) bytes += textBytes(role) + textBytes(content);
+    this.budget.charge(bytes);
+    return messages;
   }
 
   count(): Promise<number> {
@@ -138,6 +161,16 @@ function isValidName(name: string): boolean {
 
 /** In a `u` regular expression a surrogate pair is one code point, so only a lone surrogate is in category Cs. */
 const LONE_SURROGATE = /\p{Cs}/u;
+
+/** The UTF-8 bytes of a stored string; another writer's value of another type counts as none (the answer shows it short, or as an error). */
+function textBytes(value: unknown): number {
+  return typeof value === 'string' ? Buffer.byteLength(value) : 0;
+}
+
+/** The stored text a conversation shows without its messages. */
+function summaryBytes({ name, model }: ConversationRecord): number {
+  return textBytes(name) + textBytes(model);
+}
 
 /** `compute` run on the first call only; later calls share its result. */
 function once<T>(compute: () => Promise<T>): () => Promise<T> {

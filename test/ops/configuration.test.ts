@@ -53,6 +53,14 @@ describe('SHUTDOWN_DELAY_MS', () => {
   });
 });
 
+describe('RESPONSE_MAX_BYTES', () => {
+  it('is 32 MiB unless given, from 64 KiB to 1 GiB', () => {
+    expect(loadConfig({}).responseMaxBytes).toBe(32 * 1024 * 1024);
+    expect(loadConfig({ RESPONSE_MAX_BYTES: '65536' }).responseMaxBytes).toBe(65_536);
+    expect(() => loadConfig({ RESPONSE_MAX_BYTES: '32' })).toThrow('RESPONSE_MAX_BYTES must be a whole number from 65536 to 1073741824');
+  });
+});
+
 describe('the sidecar’s HOST and PORT', () => {
   it('have the gateway’s defaults, and its flags win over the variables', () => {
     const gateway = loadConfig({});
