@@ -53,14 +53,34 @@ export interface Config {
 }
 
 /**
- * What decides whether traces are exported, and with which of the SDK's exporters. The SDK reads
- * the other standard `OTEL_*` variables itself (the endpoint and its headers, the service name,
- * the sampler, the batch schedule), from the same environment `.env` fills: parsing them here too
- * would copy the SDK's rules, and drift from them.
+ * What decides whether traces are exported, and with which of the SDK's exporters; and what a
+ * public edge decides otherwise than the SDK's defaults: which trace headers it takes from callers
+ * and sends on (`OTEL_PROPAGATORS`), and its sampler (`OTEL_TRACES_SAMPLER` and `_ARG`), which a
+ * caller's sampled flag never overrides. The SDK reads the other standard `OTEL_*` variables
+ * itself (the endpoint and its headers, the service name, the batch schedule), from the same
+ * environment `.env` fills: parsing them here too would copy the SDK's rules, and drift from them.
  */
 export interface TracingConfig {
   protocol: 'http/protobuf' | 'http/json';
+  /** W3C trace context (a caller's `traceparent` only, never its `tracestate`) and, when asked for, W3C baggage; none: no trace headers in or out. */
+  propagators: readonly ('tracecontext' | 'baggage')[];
+  sampler: SamplerConfig;
 }
+
+/** One of the SDK's standard samplers, by its `OTEL_TRACES_SAMPLER` name; `ratio` for the `traceidratio` ones. */
+export interface SamplerConfig {
+  name: (typeof SAMPLERS)[number];
+  ratio: number;
+}
+
+const SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
 
 export interface SsoConfig {
   url: string;
@@ -233,6 +253,23 @@ const VARIABLES = {
     .enum(['http/protobuf', 'http/json'], 'must be http/protobuf or http/json (traces are sent over OTLP/HTTP; grpc is not offered)')
     .default('http/protobuf'),
   OTEL_SDK_DISABLED: z.enum(['true', 'false']).default('false'),
+  OTEL_PROPAGATORS: z
+    .string()
+    .default('tracecontext')
+    .transform((value) => entriesOf(value))
+    .refine(
+      (names) => names.length > 0 && names.every((name) => ['tracecontext', 'baggage', 'none'].includes(name)),
+      'must be tracecontext, baggage (or both, comma-separated) or none: no other propagator is offered',
+    )
+    .refine((names) => !names.includes('none') || names.length === 1, 'none cannot be given with other propagators')
+    .transform((names) => names.filter((name): name is 'tracecontext' | 'baggage' => name !== 'none')),
+  OTEL_TRACES_SAMPLER: z.enum(SAMPLERS, `must be one of ${SAMPLERS.join(', ')}`).default('parentbased_always_on'),
+  OTEL_TRACES_SAMPLER_ARG: z
+    .string()
+    .trim()
+    .regex(/^(0(\.[0-9]+)?|1(\.0+)?)$/, 'must be a sampling ratio from 0 to 1, such as 0.25')
+    .transform(Number)
+    .default(1),
 };
 
 export type VariableName = keyof typeof VARIABLES;
@@ -243,6 +280,9 @@ const TRACING_VARIABLES = [
   'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
   'OTEL_EXPORTER_OTLP_PROTOCOL',
   'OTEL_SDK_DISABLED',
+  'OTEL_PROPAGATORS',
+  'OTEL_TRACES_SAMPLER',
+  'OTEL_TRACES_SAMPLER_ARG',
 ] as const;
 /** Every variable the service reads, for the check that `.env.example` lists them all. */
 export const VARIABLE_NAMES = Object.keys(VARIABLES) as VariableName[];
@@ -370,7 +410,12 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
 /** Traces are exported when an OTLP endpoint is given (for all signals, or for traces), unless the SDK is disabled. */
 function tracingConfig(env: Variables<(typeof TRACING_VARIABLES)[number]>): TracingConfig | undefined {
   const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
-  return endpoint === undefined || env.OTEL_SDK_DISABLED === 'true' ? undefined : { protocol: env.OTEL_EXPORTER_OTLP_PROTOCOL };
+  if (endpoint === undefined || env.OTEL_SDK_DISABLED === 'true') return undefined;
+  return {
+    protocol: env.OTEL_EXPORTER_OTLP_PROTOCOL,
+    propagators: env.OTEL_PROPAGATORS,
+    sampler: { name: env.OTEL_TRACES_SAMPLER, ratio: env.OTEL_TRACES_SAMPLER_ARG },
+  };
 }
 
 /** Production waits for load balancers to notice the stop; elsewhere nobody is waiting. */
