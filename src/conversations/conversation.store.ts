@@ -94,24 +94,26 @@ export class ConversationStore {
    * on (database metrics), the driver would otherwise decode each reply twice: once in full for
    * the monitoring event, once for the cursor. Raw, the event keeps the batch undecoded.
    *
-   * Each document is admitted by its stored size before it is decoded; a read the allowance stops
-   * throws, and its cursor is closed (the rest is never fetched).
+   * Each document is admitted by its stored size as it arrives; a read the allowance stops throws,
+   * and its cursor is closed (the rest is never fetched). Documents are decoded once all have
+   * arrived, as after `toArray`: decoding each batch as it came held about 100 MB more at the peak
+   * of four 31 MiB pages at once (`test/bench/large-answers.ts`).
    */
   private async read<T>(filter: Filter<Document>, options: FindOptions, allowance: ReadAllowance): Promise<T[]> {
     const cursor = this.conversations.collection.find(filter, { ...options, raw: true }) as unknown as FindCursor<Uint8Array>;
-    const rows: T[] = [];
+    const documents: Uint8Array[] = [];
     let bytes = 0;
-    const take = (raw: Uint8Array) => {
-      bytes += raw.byteLength;
+    const take = (document: Uint8Array) => {
+      bytes += document.byteLength;
       allowance.admit(bytes);
-      rows.push(BSON.deserialize(raw) as T);
+      documents.push(document);
     };
     // As the driver's `toArray` does: one await per batch from the server, not per document.
     for await (const first of cursor) {
       take(first);
-      for (const raw of cursor.readBufferedDocuments()) take(raw);
+      for (const document of cursor.readBufferedDocuments()) take(document);
     }
-    return rows;
+    return documents.map((document) => BSON.deserialize(document) as T);
   }
 
   count(userId: number): Promise<number> {
