@@ -28,6 +28,8 @@ export interface Config {
   rateLimit: number;
   /** Where rate-limit counters live: this process's memory, or the database (one budget across instances). */
   rateLimitStore: 'memory' | 'mongo';
+  /** The bytes of stored text one answer may carry; an operation asking for more is refused whole (RESPONSE_TOO_LARGE). */
+  responseMaxBytes: number;
   /** Bearer token for `/metrics`; in production `/metrics` is served only when it is set. */
   metricsToken: string | undefined;
   /** Trusted documents: the file of documents by id, and whether `/graphql` runs only those. */
@@ -51,14 +53,34 @@ export interface Config {
 }
 
 /**
- * What decides whether traces are exported, and with which of the SDK's exporters. The SDK reads
- * the other standard `OTEL_*` variables itself (the endpoint and its headers, the service name,
- * the sampler, the batch schedule), from the same environment `.env` fills: parsing them here too
- * would copy the SDK's rules, and drift from them.
+ * What decides whether traces are exported, and with which of the SDK's exporters; and what a
+ * public edge decides otherwise than the SDK's defaults: which trace headers it takes from callers
+ * and sends on (`OTEL_PROPAGATORS`), and its sampler (`OTEL_TRACES_SAMPLER` and `_ARG`), which a
+ * caller's sampled flag never overrides. The SDK reads the other standard `OTEL_*` variables
+ * itself (the endpoint and its headers, the service name, the batch schedule), from the same
+ * environment `.env` fills: parsing them here too would copy the SDK's rules, and drift from them.
  */
 export interface TracingConfig {
   protocol: 'http/protobuf' | 'http/json';
+  /** W3C trace context (a caller's `traceparent` only, never its `tracestate`) and, when asked for, W3C baggage; none: no trace headers in or out. */
+  propagators: readonly ('tracecontext' | 'baggage')[];
+  sampler: SamplerConfig;
 }
+
+/** One of the SDK's standard samplers, by its `OTEL_TRACES_SAMPLER` name; `ratio` for the `traceidratio` ones. */
+export interface SamplerConfig {
+  name: (typeof SAMPLERS)[number];
+  ratio: number;
+}
+
+const SAMPLERS = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+] as const;
 
 export interface SsoConfig {
   url: string;
@@ -195,6 +217,7 @@ const VARIABLES = {
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   RATE_LIMIT: wholeNumber(0, 1_000_000).default(20),
   RATE_LIMIT_STORE: z.enum(['memory', 'mongo']).default('memory'),
+  RESPONSE_MAX_BYTES: wholeNumber(65_536, 1_073_741_824).default(33_554_432),
   METRICS_TOKEN: optionalText,
   PERSISTED_DOCUMENTS: optionalText,
   PERSISTED_DOCUMENTS_ONLY: z.enum(['true', 'false']).default('false'),
@@ -230,6 +253,23 @@ const VARIABLES = {
     .enum(['http/protobuf', 'http/json'], 'must be http/protobuf or http/json (traces are sent over OTLP/HTTP; grpc is not offered)')
     .default('http/protobuf'),
   OTEL_SDK_DISABLED: z.enum(['true', 'false']).default('false'),
+  OTEL_PROPAGATORS: z
+    .string()
+    .default('tracecontext')
+    .transform((value) => entriesOf(value))
+    .refine(
+      (names) => names.length > 0 && names.every((name) => ['tracecontext', 'baggage', 'none'].includes(name)),
+      'must be tracecontext, baggage (or both, comma-separated) or none: no other propagator is offered',
+    )
+    .refine((names) => !names.includes('none') || names.length === 1, 'none cannot be given with other propagators')
+    .transform((names) => names.filter((name): name is 'tracecontext' | 'baggage' => name !== 'none')),
+  OTEL_TRACES_SAMPLER: z.enum(SAMPLERS, `must be one of ${SAMPLERS.join(', ')}`).default('parentbased_always_on'),
+  OTEL_TRACES_SAMPLER_ARG: z
+    .string()
+    .trim()
+    .regex(/^(0(\.[0-9]+)?|1(\.0+)?)$/, 'must be a sampling ratio from 0 to 1, such as 0.25')
+    .transform(Number)
+    .default(1),
 };
 
 export type VariableName = keyof typeof VARIABLES;
@@ -240,6 +280,9 @@ const TRACING_VARIABLES = [
   'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
   'OTEL_EXPORTER_OTLP_PROTOCOL',
   'OTEL_SDK_DISABLED',
+  'OTEL_PROPAGATORS',
+  'OTEL_TRACES_SAMPLER',
+  'OTEL_TRACES_SAMPLER_ARG',
 ] as const;
 /** Every variable the service reads, for the check that `.env.example` lists them all. */
 export const VARIABLE_NAMES = Object.keys(VARIABLES) as VariableName[];
@@ -346,6 +389,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     logLevel: env.LOG_LEVEL,
     rateLimit: env.RATE_LIMIT,
     rateLimitStore: env.RATE_LIMIT_STORE,
+    responseMaxBytes: env.RESPONSE_MAX_BYTES,
     metricsToken: env.METRICS_TOKEN,
     persistedDocuments:
       env.PERSISTED_DOCUMENTS === undefined ? undefined : { file: env.PERSISTED_DOCUMENTS, only: env.PERSISTED_DOCUMENTS_ONLY === 'true' },
@@ -366,7 +410,12 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
 /** Traces are exported when an OTLP endpoint is given (for all signals, or for traces), unless the SDK is disabled. */
 function tracingConfig(env: Variables<(typeof TRACING_VARIABLES)[number]>): TracingConfig | undefined {
   const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
-  return endpoint === undefined || env.OTEL_SDK_DISABLED === 'true' ? undefined : { protocol: env.OTEL_EXPORTER_OTLP_PROTOCOL };
+  if (endpoint === undefined || env.OTEL_SDK_DISABLED === 'true') return undefined;
+  return {
+    protocol: env.OTEL_EXPORTER_OTLP_PROTOCOL,
+    propagators: env.OTEL_PROPAGATORS,
+    sampler: { name: env.OTEL_TRACES_SAMPLER, ratio: env.OTEL_TRACES_SAMPLER_ARG },
+  };
 }
 
 /** Production waits for load balancers to notice the stop; elsewhere nobody is waiting. */

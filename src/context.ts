@@ -2,18 +2,21 @@ import type { Caller } from './auth/authenticator.js';
 import type { BillingService } from './billing/billing.service.js';
 import type { ConversationService } from './conversations/conversation.service.js';
 import type { Observation } from './operations/observer.js';
+import type { ResponseBudget } from './operations/response-budget.js';
 import type { SubscriptionService } from './subscriptions/subscription.service.js';
 
 /** Each domain's service for one caller (service.ts assembles them). */
 export interface CallerServices {
-  conversations(caller: Caller): ConversationService;
+  /** Conversations hand stored text to the answer: they charge it to the request's budget. */
+  conversations(caller: Caller, budget: ResponseBudget): ConversationService;
   billing(caller: Caller): BillingService;
   subscriptions(caller: Caller): SubscriptionService;
 }
 
 /**
- * What every resolver sees: the caller and that caller's services, with fresh DataLoaders. A
- * service is made when a resolver first asks for it, so that a request pays only for those it uses.
+ * What every resolver sees: the caller and that caller's services, with fresh DataLoaders, and
+ * what the answer may still carry. A service is made when a resolver first asks for it, so that a
+ * request pays only for those it uses.
  */
 export class RequestContext {
   private conversationService: ConversationService | undefined;
@@ -26,11 +29,13 @@ export class RequestContext {
     readonly requestId: string,
     /** The operation this context serves, as the pipeline observes it. */
     readonly observation: Observation,
+    /** The bytes of stored text its answer may carry (RESPONSE_MAX_BYTES), charged as they are produced. */
+    readonly budget: ResponseBudget,
     private readonly services: CallerServices,
   ) {}
 
   get conversations(): ConversationService {
-    return (this.conversationService ??= this.services.conversations(this.caller));
+    return (this.conversationService ??= this.services.conversations(this.caller, this.budget));
   }
 
   get billing(): BillingService {

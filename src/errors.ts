@@ -30,6 +30,7 @@ const KINDS = {
   payloadTooLarge: { code: ApolloServerErrorCode.BAD_REQUEST, status: 413, legacyText: 'request body too large' },
   unsupportedMediaType: { code: ApolloServerErrorCode.BAD_REQUEST, status: 415, legacyStatus: 200 },
   invalidOperation: { code: ApolloServerErrorCode.GRAPHQL_VALIDATION_FAILED, status: 400 },
+  responseTooLarge: { code: 'RESPONSE_TOO_LARGE', status: 400, legacyStatus: 200 },
   persistedQueryNotFound: { code: ApolloServerErrorCode.PERSISTED_QUERY_NOT_FOUND, status: 400 },
   persistedQueryOnly: { code: 'PERSISTED_QUERY_ONLY', status: 400 },
   badUserInput: { code: ApolloServerErrorCode.BAD_USER_INPUT, status: 200 },
@@ -96,6 +97,17 @@ export const unsupportedMediaType = () => new Failure('unsupportedMediaType', 'r
 
 /** An operation that validation lets through but a limit refuses (its cost), as Apollo Server refuses invalid ones. */
 export const invalidOperation = (message: string) => new Failure('invalidOperation', message);
+
+/**
+ * An answer that would carry more stored text than one answer may (`RESPONSE_MAX_BYTES`): the
+ * operation asked for too much at once, and the whole answer is this failure instead.
+ */
+export const responseTooLarge = (maxBytes: number) =>
+  new Failure(
+    'responseTooLarge',
+    `the answer would be larger than ${maxBytes} bytes, the most one answer may carry: ask for fewer conversations or messages at once`,
+    { details: { maxBytes } },
+  );
 
 /** A request names its document by an id that no trusted document has. */
 export const persistedQueryNotFound = () =>
@@ -237,7 +249,13 @@ export function legacyAnswer(failure: Failure, field: FailureField, requestId: s
 }
 
 /** The kinds a REST layer's operation may fail with and still answer in the endpoint's own words; anything else is internal. */
-const OPERATION_FAILURES: ReadonlySet<FailureKind> = new Set(['rateLimited', 'databaseUnavailable', 'notAvailable', 'badUserInput']);
+const OPERATION_FAILURES: ReadonlySet<FailureKind> = new Set([
+  'rateLimited',
+  'databaseUnavailable',
+  'notAvailable',
+  'badUserInput',
+  'responseTooLarge',
+]);
 
 /** The failure an error of an operation run in this process stands for: the failure a resolver threw, or internal. */
 export function failureOfOperation(error: GraphQLError): Failure {
@@ -261,7 +279,10 @@ export function failureOfAnswer(error: GraphQLFormattedError): Failure {
       return notAvailable(error.message);
     case KINDS.badUserInput.code:
       return badUserInput(error.message);
-    default:
-      return internal(new Error(`operation failed: ${error.message}`));
+    case KINDS.responseTooLarge.code: {
+      const { maxBytes } = error.extensions ?? {};
+      if (typeof maxBytes === 'number') return responseTooLarge(maxBytes);
+    }
   }
+  return internal(new Error(`operation failed: ${error.message}`));
 }

@@ -27,6 +27,7 @@ import type { Logger } from './logger.js';
 import { createMetrics } from './observability/metrics.js';
 import { startTracing, type Tracing } from './observability/tracing.js';
 import { OperationPipeline } from './operations/pipeline.js';
+import { ResponseBudget } from './operations/response-budget.js';
 import { openApiDocument } from './rest/openapi.js';
 import { prepareRoutes, restLayerDocuments } from './rest/prepared-routes.js';
 import type { RestRoute } from './rest/route.js';
@@ -219,7 +220,7 @@ async function startGraphQL({ config, logger, options, database, domains, subscr
 /** The HTTP app and the WebSocket server on the server Apollo Server drains when it stops, listening. */
 async function openDoors(parts: Parts, { restRoutes, httpServer, metrics, pipeline, apollo }: Awaited<ReturnType<typeof startGraphQL>>) {
   const { config, logger, options, database, subscriptions, authenticator } = parts;
-  const createContext = contextFactory(parts.domains, subscriptions);
+  const createContext = contextFactory(parts.domains, subscriptions, config.responseMaxBytes);
   const rateLimits = await createRateLimits({
     requestsPerSecond: config.rateLimit,
     sharedIn: config.rateLimitStore === 'mongo' ? database.connection.db : undefined,
@@ -293,12 +294,13 @@ async function loadData(config: Config, logger: Logger, domains: Domains, onEmbe
   return true;
 }
 
-/** The context of each request: the caller's services, each made when a resolver first asks for it. */
-function contextFactory(domains: Domains, subscriptions: Subscriptions): CreateContext {
+/** The context of each request: the caller's services, each made when a resolver first asks for it, and a budget of its own. */
+function contextFactory(domains: Domains, subscriptions: Subscriptions, responseMaxBytes: number): CreateContext {
   const services = {
     conversations: domains.conversations.forCaller,
     billing: domains.billing.forCaller,
     subscriptions: subscriptions.forCaller,
   };
-  return (caller, requestId, observation) => new RequestContext(caller, requestId, observation, services);
+  return (caller, requestId, observation) =>
+    new RequestContext(caller, requestId, observation, new ResponseBudget(responseMaxBytes), services);
 }

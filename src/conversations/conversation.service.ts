@@ -1,6 +1,7 @@
 import DataLoader from 'dataloader';
 
 import { MAX_PAGE_SIZE } from '../limits.js';
+import type { ResponseBudget } from '../operations/response-budget.js';
 import { type Outcome, userErrors } from '../shared/user-error.js';
 import type { ConversationRecord, MessageRecord } from './conversation.model.js';
 import type { ConversationStore, NumberRange } from './conversation.store.js';
@@ -41,6 +42,10 @@ export type RenameOutcome = Outcome<{ conversation: ConversationRecord }>;
  * One caller's view of their conversations, built per request. Every read is
  * scoped to the caller, so someone else's conversation looks exactly like a
  * missing one. The loaders batch all lookups of one request into one query.
+ *
+ * What it hands to the answer is charged to the request's budget each time: the names and
+ * models of a page or of a conversation looked up, a conversation's messages (whole, roles and
+ * contents) each time they are resolved. Its reads stop once they hold more than the budget has left.
  */
 export class ConversationService {
   private readonly byId: DataLoader<number, ConversationRecord | null>;
@@ -49,13 +54,14 @@ export class ConversationService {
   constructor(
     private readonly store: ConversationStore,
     private readonly userId: number,
+    private readonly budget: ResponseBudget,
   ) {
     this.byId = new DataLoader(async (ids) => {
-      const found = indexById(await store.findMany(userId, ids));
+      const found = indexById(await store.findMany(userId, ids, budget));
       return ids.map((id) => found.get(id) ?? null);
     });
     this.messagesById = new DataLoader(async (ids) => {
-      const found = indexById(await store.messagesOf(userId, ids));
+      const found = indexById(await store.messagesOf(userId, ids, budget));
       return ids.map((id) => found.get(id)?.messages ?? []);
     });
   }
@@ -72,17 +78,18 @@ export class ConversationService {
     if (first === undefined && last !== undefined) {
       // Only the end of the range: read from the oldest, one row more than `last`.
       const size = atMostAPage(last);
-      const rows = await this.store.page(this.userId, size + 1, range, 'oldest');
-      return { nodes: rows.slice(0, size).reverse(), hasNextPage: this.past(before, 'atMost'), hasPreviousPage: () => rows.length > size };
+      const rows = await this.store.page(this.userId, size + 1, range, 'oldest', this.budget);
+      const nodes = this.answeredPage(rows.slice(0, size).reverse());
+      return { nodes, hasNextPage: this.past(before, 'atMost'), hasPreviousPage: () => rows.length > size };
     }
     // From the newest, one row more than either count: enough for the first `first`, then their
     // last `last`, and to tell whether the range holds more than each count.
     const head = atMostAPage(first ?? MAX_PAGE_SIZE);
     const tail = last === undefined ? undefined : atMostAPage(last);
-    const rows = await this.store.page(this.userId, Math.max(head, tail ?? 0) + 1, range, 'newest');
+    const rows = await this.store.page(this.userId, Math.max(head, tail ?? 0) + 1, range, 'newest', this.budget);
     const firsts = rows.slice(0, head);
     return {
-      nodes: tail === undefined ? firsts : firsts.slice(Math.max(0, firsts.length - tail)),
+      nodes: this.answeredPage(tail === undefined ? firsts : firsts.slice(Math.max(0, firsts.length - tail))),
       hasNextPage: () => rows.length > head,
       hasPreviousPage: tail === undefined ? this.past(after, 'atLeast') : () => rows.length > tail,
     };
@@ -90,11 +97,21 @@ export class ConversationService {
 
   /** Whether the caller has a conversation at or past `cursor` on one side; read when first asked, once. */
   private past(cursor: number | undefined, side: 'atLeast' | 'atMost'): () => boolean | Promise<boolean> {
-    return cursor === undefined ? () => false : once(() => this.store.any(this.userId, { [side]: cursor }));
+    return cursor === undefined ? () => false : once(() => this.store.any(this.userId, { [side]: cursor }, this.budget));
   }
 
-  get(number: number): Promise<ConversationRecord | null> {
-    return this.byId.load(number);
+  /** A page's rows going into the answer: their names and models charged. */
+  private answeredPage(nodes: ConversationRecord[]): ConversationRecord[] {
+    let bytes = 0;
+    for (const node of nodes) bytes += summaryBytes(node);
+    this.budget.charge(bytes);
+    return nodes;
+  }
+
+  async get(number: number): Promise<ConversationRecord | null> {
+    const conversation = await this.byId.load(number);
+    if (conversation !== null) this.budget.charge(summaryBytes(conversation));
+    return conversation;
   }
 
   /** The number of the caller's conversation that `key` names; null when it names someone else's. */
@@ -110,7 +127,19 @@ export class ConversationService {
 
   /** Uses the bodies already loaded with the conversation, else one batched read for the whole request. */
   messagesOf(conversation: ConversationRecord): Promise<MessageRecord[]> | MessageRecord[] {
-    return conversation.messages ?? this.messagesById.load(conversation.id);
+    return conversation.messages === undefined ? this.loadMessages(conversation.id) : this.answered(conversation.messages);
+  }
+
+  private async loadMessages(number: number): Promise<MessageRecord[]> {
+    return this.answered(await this.messagesById.load(number));
+  }
+
+  /** Messages going into the answer, charged each time: aliases that repeat them repeat the bytes. */
+  private answered(messages: MessageRecord[]): MessageRecord[] {
+    let bytes = 0;
+    for (const { role, content } of messages) bytes += textBytes(role) + textBytes(content);
+    this.budget.charge(bytes);
+    return messages;
   }
 
   count(): Promise<number> {
@@ -154,6 +183,16 @@ const atMostAPage = (count: number): number => Math.min(count, MAX_PAGE_SIZE);
 function rangeBetween(after: number | undefined, before: number | undefined): NumberRange {
   const beforeInside = before !== undefined && (after === undefined || before < after);
   return { below: after, above: beforeInside ? before : undefined };
+}
+
+/** The UTF-8 bytes of a stored string; another writer's value of another type counts as none (the answer shows it short, or as an error). */
+function textBytes(value: unknown): number {
+  return typeof value === 'string' ? Buffer.byteLength(value) : 0;
+}
+
+/** The stored text a conversation shows without its messages. */
+function summaryBytes({ name, model }: ConversationRecord): number {
+  return textBytes(name) + textBytes(model);
 }
 
 /** `compute` run on the first call only; later calls share its result. */

@@ -1,5 +1,5 @@
 import { GRAPHQL_MAX_INT, GRAPHQL_MIN_INT } from 'graphql';
-import { BSON, type Document, type Filter, type FindOptions } from 'mongodb';
+import { BSON, type Document, type Filter, type FindCursor, type FindOptions } from 'mongodb';
 
 import { insertMissing, type InsertMissingResult } from '../db/insert-missing.js';
 import type { Logger } from '../logger.js';
@@ -19,6 +19,14 @@ export function storedBytes(conversation: Required<ConversationRecord>): number 
   return BSON.calculateObjectSize({ _id: new BSON.ObjectId(), ...conversation, createdAt: now, updatedAt: now });
 }
 
+/**
+ * What a read may hold: told the bytes a read holds so far (as stored), it throws once that is
+ * too much (the request's response budget), and the read stops there.
+ */
+export interface ReadAllowance {
+  admit(bytes: number): void;
+}
+
 /** The only code that touches the conversations collection. Every read is scoped to one owner. */
 export class ConversationStore {
   constructor(
@@ -33,18 +41,23 @@ export class ConversationStore {
    * field missing) is left out and logged rather than failing the whole page, and the rows after
    * it fill its place (one more read, only then).
    */
-  async page(userId: number, limit: number, range: NumberRange, from: 'newest' | 'oldest'): Promise<ConversationRecord[]> {
+  async page(
+    userId: number,
+    limit: number,
+    range: NumberRange,
+    from: 'newest' | 'oldest',
+    allowance: ReadAllowance,
+  ): Promise<ConversationRecord[]> {
     const filter = { userId, ...numberFilter(range) };
     const rows: ConversationRecord[] = [];
     // Past left-out rows by position: their ids may not even be numbers to continue from.
     for (let read = 0; ;) {
       const wanted = limit - rows.length;
-      const batch = await this.read<Record<string, unknown>>(filter, {
-        projection: SUMMARY,
-        sort: { id: from === 'newest' ? -1 : 1 },
-        limit: wanted,
-        ...(read > 0 && { skip: read }),
-      });
+      const batch = await this.read<Record<string, unknown>>(
+        filter,
+        { projection: SUMMARY, sort: { id: from === 'newest' ? -1 : 1 }, limit: wanted, ...(read > 0 && { skip: read }) },
+        allowance,
+      );
       read += batch.length;
       for (const row of batch) {
         const field = fieldThatDoesNotFit(row);
@@ -61,18 +74,18 @@ export class ConversationStore {
   }
 
   /** Whether the owner has a conversation numbered within `range` (one indexed read of one key). */
-  async any(userId: number, range: NumberRange): Promise<boolean> {
-    const found = await this.read({ userId, ...numberFilter(range) }, { projection: { _id: 0, id: 1 }, limit: 1 });
+  async any(userId: number, range: NumberRange, allowance: ReadAllowance): Promise<boolean> {
+    const found = await this.read({ userId, ...numberFilter(range) }, { projection: { _id: 0, id: 1 }, limit: 1 }, allowance);
     return found.length > 0;
   }
 
   /** Whole conversations, messages included, in no particular order. */
-  findMany(userId: number, ids: readonly number[]): Promise<ConversationRecord[]> {
-    return this.read({ userId, id: { $in: ids } }, { projection: FULL });
+  findMany(userId: number, ids: readonly number[], allowance: ReadAllowance): Promise<ConversationRecord[]> {
+    return this.read({ userId, id: { $in: ids } }, { projection: FULL }, allowance);
   }
 
-  messagesOf(userId: number, ids: readonly number[]): Promise<Pick<ConversationRecord, 'id' | 'messages'>[]> {
-    return this.read({ userId, id: { $in: ids } }, { projection: MESSAGES_ONLY });
+  messagesOf(userId: number, ids: readonly number[], allowance: ReadAllowance): Promise<Pick<ConversationRecord, 'id' | 'messages'>[]> {
+    return this.read({ userId, id: { $in: ids } }, { projection: MESSAGES_ONLY }, allowance);
   }
 
   /**
@@ -80,10 +93,27 @@ export class ConversationStore {
    * nothing for Mongoose to cast) and fetch raw BSON, decoded once here. With command monitoring
    * on (database metrics), the driver would otherwise decode each reply twice: once in full for
    * the monitoring event, once for the cursor. Raw, the event keeps the batch undecoded.
+   *
+   * Each document is admitted by its stored size as it arrives; a read the allowance stops throws,
+   * and its cursor is closed (the rest is never fetched). Documents are decoded once all have
+   * arrived, as after `toArray`: decoding each batch as it came held about 100 MB more at the peak
+   * of four 31 MiB pages at once (`test/bench/large-answers.ts`).
    */
-  private async read<T>(filter: Filter<Document>, options: FindOptions): Promise<T[]> {
-    const batch = (await this.conversations.collection.find(filter, { ...options, raw: true }).toArray()) as unknown as Uint8Array[];
-    return batch.map((bytes) => BSON.deserialize(bytes) as T);
+  private async read<T>(filter: Filter<Document>, options: FindOptions, allowance: ReadAllowance): Promise<T[]> {
+    const cursor = this.conversations.collection.find(filter, { ...options, raw: true }) as unknown as FindCursor<Uint8Array>;
+    const documents: Uint8Array[] = [];
+    let bytes = 0;
+    const take = (document: Uint8Array) => {
+      bytes += document.byteLength;
+      allowance.admit(bytes);
+      documents.push(document);
+    };
+    // As the driver's `toArray` does: one await per batch from the server, not per document.
+    for await (const first of cursor) {
+      take(first);
+      for (const document of cursor.readBufferedDocuments()) take(document);
+    }
+    return documents.map((document) => BSON.deserialize(document) as T);
   }
 
   count(userId: number): Promise<number> {

@@ -2,12 +2,13 @@ import type { Connection } from 'mongoose';
 
 import type { Caller } from '../auth/authenticator.js';
 import type { Logger } from '../logger.js';
+import type { ResponseBudget } from '../operations/response-budget.js';
 import { conversationModel } from './conversation.model.js';
 import { conversationResolvers } from './conversation.resolvers.js';
 import { ConversationService } from './conversation.service.js';
 import { ConversationStore } from './conversation.store.js';
 
-/** Stored conversations: one store, a service per caller (with its DataLoaders), and their resolvers. */
+/** Stored conversations: one store, a service per caller and request (with its DataLoaders and the request's budget), and their resolvers. */
 export function createConversations(connection: Connection, logger: Logger) {
   const models = { conversations: conversationModel(connection) };
   const store = new ConversationStore(models.conversations, logger);
@@ -15,7 +16,7 @@ export function createConversations(connection: Connection, logger: Logger) {
     models,
     store,
     resolvers: conversationResolvers,
-    forCaller: (caller: Caller) => new ConversationService(store, caller.userId),
+    forCaller: (caller: Caller, budget: ResponseBudget) => new ConversationService(store, caller.userId, budget),
   };
 }
 

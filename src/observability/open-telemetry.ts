@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import {
   type Attributes,
+  type Context,
   context,
   diag,
   DiagLogLevel,
@@ -12,19 +13,31 @@ import {
   type Span,
   SpanKind,
   SpanStatusCode,
+  type TextMapGetter,
+  type TextMapPropagator,
+  type TextMapSetter,
   trace,
   TraceFlags,
   type Tracer,
 } from '@opentelemetry/api';
+import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { registerInstrumentations } from '@opentelemetry/instrumentation';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  type Sampler,
+  type SpanExporter,
+  TraceIdRatioBasedSampler,
+} from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { Request, Response } from 'express';
 import type { CommandFailedEvent, CommandStartedEvent, CommandSucceededEvent, MongoClient } from 'mongodb';
 
-import type { TracingConfig } from '../config.js';
+import type { SamplerConfig, TracingConfig } from '../config.js';
 import type { Logger } from '../logger.js';
 import { whenRequestEnds } from './request-end.js';
 import { QUIET_ROUTES } from './request-log.js';
@@ -40,8 +53,11 @@ const FLUSH_ON_STOP_MS = 2_000;
 
 /**
  * The OpenTelemetry SDK for Node, exporting over OTLP/HTTP (protobuf unless `http/json`). It reads
- * the standard `OTEL_*` variables itself: the endpoint and headers (the exporter), the sampler, the
- * batch schedule and limits (the tracer provider), the service name and resource attributes.
+ * the standard `OTEL_*` variables itself: the endpoint and headers (the exporter), the batch
+ * schedule and limits (the tracer provider), the service name and resource attributes. The
+ * propagators and the sampler come from the configuration: the gateway is a public edge, so what
+ * callers send in trace headers is trusted less than the SDK's defaults trust it (`edgePropagator`,
+ * `samplerOf`).
  *
  * Spans of requests are made here rather than by the `http` and `mongodb` instrumentations: those
  * patch modules as they are loaded, which under ESM happens before any configuration is read, and
@@ -54,9 +70,13 @@ export async function openTelemetryTracing(config: TracingConfig, service: Trace
   const resource = defaultResource()
     .merge(resourceFromAttributes({ 'service.name': service.name, 'service.version': service.version }))
     .merge(detectResources({ detectors: [envDetector] }));
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(await exporterFor(config))] });
-  // The context manager (AsyncLocalStorage) and the W3C trace-context propagator, for the whole process.
-  provider.register();
+  const provider = new NodeTracerProvider({
+    resource,
+    sampler: samplerOf(config.sampler),
+    spanProcessors: [new BatchSpanProcessor(await exporterFor(config))],
+  });
+  // The context manager (AsyncLocalStorage) and the propagator, for the whole process.
+  provider.register({ propagator: edgePropagator(config.propagators) });
   const stopInstrumentations = registerInstrumentations({
     tracerProvider: provider,
     // Provider calls made outside any traced work (the sidecar's readiness probes) are not traced.
@@ -79,6 +99,62 @@ export async function openTelemetryTracing(config: TracingConfig, service: Trace
 async function exporterFor(config: TracingConfig): Promise<SpanExporter> {
   if (config.protocol === 'http/json') return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter();
   return new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter();
+}
+
+/**
+ * What crosses the process's edges in trace headers, in and out: W3C trace context as
+ * `TraceparentOnly` takes it and, only when the operator asks for it, W3C baggage (whatever a
+ * caller puts there then reaches the provider). None: no trace header is read or sent.
+ */
+function edgePropagator(propagators: TracingConfig['propagators']): TextMapPropagator | null {
+  if (propagators.length === 0) return null;
+  return new CompositePropagator({
+    propagators: propagators.map((name) => (name === 'tracecontext' ? new TraceparentOnly() : new W3CBaggagePropagator())),
+  });
+}
+
+/**
+ * W3C trace context as a public edge takes it: a caller's `traceparent` is continued (its trace
+ * id, and its span as the parent), its `tracestate` is never read. That is vendor state another
+ * system wrote, which every span of the request, and the `traceparent` of every call it makes,
+ * would otherwise carry on to the provider. Calls out carry the gateway's own `traceparent`.
+ */
+class TraceparentOnly implements TextMapPropagator {
+  private readonly w3c = new W3CTraceContextPropagator();
+
+  inject(context: Context, carrier: unknown, setter: TextMapSetter): void {
+    this.w3c.inject(context, carrier, setter);
+  }
+
+  extract(context: Context, carrier: unknown, getter: TextMapGetter): Context {
+    return this.w3c.extract(context, carrier, {
+      keys: (from) => getter.keys(from),
+      get: (from, key) => (key === TRACE_STATE_HEADER ? undefined : getter.get(from, key)),
+    });
+  }
+
+  fields(): string[] {
+    return ['traceparent'];
+  }
+}
+
+const TRACE_STATE_HEADER = 'tracestate';
+
+/**
+ * The sampler `OTEL_TRACES_SAMPLER` names, except that a caller's sampled flag is never followed:
+ * a `parentbased_` sampler follows the parent spans of this process, and decides a caller's trace
+ * as it decides a new one. So a caller can neither leave its requests out of the traces (`-00`) nor
+ * have them all recorded (`-01`) when the operator samples a share, and the provider is told the
+ * gateway's decision. `traceidratio` decides by the trace id, which a caller may choose.
+ */
+function samplerOf({ name, ratio }: SamplerConfig): Sampler {
+  const decide = name.endsWith('always_on')
+    ? new AlwaysOnSampler()
+    : name.endsWith('always_off')
+      ? new AlwaysOffSampler()
+      : new TraceIdRatioBasedSampler(ratio);
+  if (!name.startsWith('parentbased_')) return decide;
+  return new ParentBasedSampler({ root: decide, remoteParentSampled: decide, remoteParentNotSampled: decide });
 }
 
 /** The SDK's own troubles (a collector that cannot be reached) as warnings in the service's log. */

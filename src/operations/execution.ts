@@ -36,7 +36,7 @@ const MAX_COMPILED_OPERATIONS = 250;
  * Mutations (whose fields run one after another), variables that do not coerce, and documents
  * graphql-jit cannot compile run on graphql-js's `execute`, so their answers and errors are
  * exactly graphql-js's. A resolver that could not reach the database answers the
- * database-unavailable failure where it failed.
+ * database-unavailable failure where it failed; an answer past its response budget, the refusal.
  */
 export class Execution {
   private readonly compiled = new LRUCache<OperationDefinitionNode, { query: CompiledQuery | null }>({ max: MAX_COMPILED_OPERATIONS });
@@ -45,9 +45,15 @@ export class Execution {
 
   constructor(private readonly schema: GraphQLSchema) {}
 
-  /** Runs inside the operation's span (`Observation.within`): the database commands and provider calls it makes are its spans. */
-  execute(request: ExecutionRequest): Promise<ExecutionResult> {
-    return request.context.observation.within(() => this.run(request));
+  /**
+   * Runs inside the operation's span (`Observation.within`): the database commands and provider
+   * calls it makes are its spans. An answer that went past its response budget is the refusal
+   * alone: nothing of what was resolved is written out.
+   */
+  async execute(request: ExecutionRequest): Promise<ExecutionResult> {
+    const result = await request.context.observation.within(() => this.run(request));
+    const { refusal } = request.context.budget;
+    return refusal === undefined ? result : { errors: [refusal] };
   }
 
   private async run(request: ExecutionRequest): Promise<ExecutionResult> {

@@ -47,6 +47,9 @@ export interface SsoStubCall {
   body: unknown;
   /** The W3C trace context the caller sent along (a traced gateway does), when it sent one. */
   traceparent?: string;
+  /** The W3C trace context's vendor state, and W3C baggage, when the caller sent them. */
+  tracestate?: string;
+  baggage?: string;
 }
 
 export interface SsoStub {
@@ -190,11 +193,13 @@ class StubHandler {
   async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const path = new URL(request.url ?? '/', 'http://stub').pathname;
     const body = await readBody(request);
-    const { traceparent } = request.headers;
+    const { traceparent, tracestate, baggage } = request.headers;
     this.calls.push({
       path,
       body: body.kind === 'json' ? body.value : body.kind === 'text' ? body.text : undefined,
       ...(typeof traceparent === 'string' ? { traceparent } : {}),
+      ...(typeof tracestate === 'string' ? { tracestate } : {}),
+      ...(typeof baggage === 'string' ? { baggage } : {}),
     });
     const result = await this.reply(request, path, body);
     if (this.faults.delayMs) await this.delay(this.faults.delayMs);

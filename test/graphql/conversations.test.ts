@@ -407,7 +407,7 @@ describe('global ids and Query.node', () => {
   });
 
   it('answers nodes in the order asked, null where node would be, in one database query', async () => {
-    const ids = [await idOf(alice, 7), await idOf(carol, 13), 'nonsense', await idOf(alice, 8), await idOf(alice, 7)];
+    const ids = [await idOf(alice, 7), await idOf(carol, 13), 'nonsense', await idOf(alice, 8), await idOf(alice, 9)];
     let body: any;
     const commands = await gateway.commandsDuring(async () => {
       ({ body } = await graphql(gateway, 'query Nodes($ids: [ID!]!) { nodes(ids: $ids) { id ... on Conversation { number } } }', {
@@ -415,7 +415,7 @@ describe('global ids and Query.node', () => {
         variables: { ids },
       }));
     });
-    expect(body.data.nodes).toEqual([{ id: ids[0], number: 7 }, null, null, { id: ids[3], number: 8 }, { id: ids[0], number: 7 }]);
+    expect(body.data.nodes).toEqual([{ id: ids[0], number: 7 }, null, null, { id: ids[3], number: 8 }, { id: ids[4], number: 9 }]);
     expect(commands).toEqual(['find']);
   });
 

@@ -53,6 +53,14 @@ describe('SHUTDOWN_DELAY_MS', () => {
   });
 });
 
+describe('RESPONSE_MAX_BYTES', () => {
+  it('is 32 MiB unless given, from 64 KiB to 1 GiB', () => {
+    expect(loadConfig({}).responseMaxBytes).toBe(32 * 1024 * 1024);
+    expect(loadConfig({ RESPONSE_MAX_BYTES: '65536' }).responseMaxBytes).toBe(65_536);
+    expect(() => loadConfig({ RESPONSE_MAX_BYTES: '32' })).toThrow('RESPONSE_MAX_BYTES must be a whole number from 65536 to 1073741824');
+  });
+});
+
 describe('the sidecar’s HOST and PORT', () => {
   it('have the gateway’s defaults, and its flags win over the variables', () => {
     const gateway = loadConfig({});
@@ -65,17 +73,60 @@ describe('the sidecar’s HOST and PORT', () => {
 });
 
 describe('the OTEL_* variables', () => {
+  /** What an endpoint alone turns on: W3C trace context without callers' tracestate or baggage, every request sampled. */
+  const DEFAULT_TRACING = { propagators: ['tracecontext'], sampler: { name: 'parentbased_always_on', ratio: 1 } };
+
   it('turn traces on with an OTLP endpoint, for all signals or for traces alone, unless the SDK is disabled', () => {
     expect(loadConfig({}).tracing).toBeUndefined();
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({ protocol: 'http/protobuf' });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({
+      protocol: 'http/protobuf',
+      ...DEFAULT_TRACING,
+    });
     expect(
       loadConfig({
         OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://collector.example.com/v1/traces',
         OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
       }).tracing,
-    ).toEqual({ protocol: 'http/json' });
+    ).toEqual({ protocol: 'http/json', ...DEFAULT_TRACING });
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracing).toBeUndefined();
-    expect(loadSidecarConfig({}, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({ protocol: 'http/protobuf' });
+    expect(loadSidecarConfig({}, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({
+      protocol: 'http/protobuf',
+      ...DEFAULT_TRACING,
+    });
+  });
+
+  it('read the propagators and the sampler, for the gateway and the sidecar alike', () => {
+    const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
+    const chosen = {
+      OTEL_PROPAGATORS: 'baggage, tracecontext',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.25',
+    };
+    const expected = {
+      protocol: 'http/protobuf',
+      propagators: ['baggage', 'tracecontext'],
+      sampler: { name: 'parentbased_traceidratio', ratio: 0.25 },
+    };
+    expect(loadConfig({ ...endpoint, ...chosen }).tracing).toEqual(expected);
+    expect(loadSidecarConfig({}, { ...endpoint, ...chosen }).tracing).toEqual(expected);
+    expect(loadConfig({ ...endpoint, OTEL_PROPAGATORS: 'none' }).tracing?.propagators).toEqual([]);
+  });
+
+  it('refuse propagators and samplers this build does not offer, one clear line each', () => {
+    const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' };
+    expect(() =>
+      loadConfig({ ...endpoint, OTEL_PROPAGATORS: 'tracecontext,b3', OTEL_TRACES_SAMPLER: 'xray', OTEL_TRACES_SAMPLER_ARG: '1.5' }),
+    ).toThrow(
+      [
+        'Invalid configuration:',
+        '  - OTEL_PROPAGATORS must be tracecontext, baggage (or both, comma-separated) or none: no other propagator is offered',
+        '  - OTEL_TRACES_SAMPLER must be one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio',
+        '  - OTEL_TRACES_SAMPLER_ARG must be a sampling ratio from 0 to 1, such as 0.25',
+      ].join('\n'),
+    );
+    expect(() => loadConfig({ ...endpoint, OTEL_PROPAGATORS: 'none,baggage' })).toThrow(
+      'OTEL_PROPAGATORS none cannot be given with other propagators',
+    );
   });
 
   it('refuse what cannot be sent over OTLP/HTTP, one clear line each', () => {

@@ -97,6 +97,7 @@ function traceOf(
 }
 
 const isServerSpan = (span: ReceivedSpan) => span.kind === 'server';
+const isPaymentCall = (span: ReceivedSpan) => span.attributes['url.path'] === '/app/payment';
 
 /** A trace as an indented outline, `name (kind)` per span, children in name order: what a trace viewer shows. */
 function outline(spans: ReceivedSpan[], parent?: string, depth = 0): string[] {
@@ -122,10 +123,26 @@ function logLineOf(response: Response): Promise<Record<string, unknown>> {
   );
 }
 
-function traceparent(): { header: string; traceId: string; spanId: string } {
+function traceparent(sampled = true): { header: string; traceId: string; spanId: string } {
   const traceId = randomBytes(16).toString('hex');
   const spanId = randomBytes(8).toString('hex');
-  return { header: `00-${traceId}-${spanId}-01`, traceId, spanId };
+  return { header: `00-${traceId}-${spanId}-${sampled ? '01' : '00'}`, traceId, spanId };
+}
+
+/** What a caller may put in the trace headers besides `traceparent`: vendor state, and 3 489 characters of baggage that claims a user. */
+const CALLER_TRACESTATE = 'congo=t61rcWkgMzE,rojo=00f067aa0ba902b7';
+const BAGGAGE_ENTRIES = [
+  'user=admin',
+  ...Array.from({ length: 16 }, (_, index) => `k${String(index).padStart(2, '0')}=${'v'.repeat(196)}`),
+].join(',');
+const CALLER_BAGGAGE = `${BAGGAGE_ENTRIES},pad=${'v'.repeat(3_489 - BAGGAGE_ENTRIES.length - ',pad='.length)}`;
+
+/** The provider's record of the payment made for a buy of `quota` points: its trace headers, as the provider received them. */
+function paymentCallOf(quota: number, calls = stub.calls) {
+  const payment = calls.findLast((call) => call.path === '/app/payment' && (call.body as { amount: number }).amount === quota / 10);
+  expect(payment).toBeDefined();
+  const { traceparent, tracestate, baggage } = payment!;
+  return { traceparent, tracestate, baggage };
 }
 
 async function graphql(query: string, headers: Record<string, string> = {}): Promise<Response> {
@@ -201,6 +218,38 @@ describe('traces over OTLP/HTTP, with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     expect(providerCall).toMatchObject({ name: 'POST', kind: 'client', attributes: { 'http.response.status_code': 200 } });
     const payment = stub.calls.find((call) => call.path === '/app/payment' && (call.body as { user: string }).user === 'tess');
     expect(payment?.traceparent).toBe(`00-${caller.traceId}-${providerCall.spanId}-01`);
+  });
+
+  it('sends the provider a traceparent of its own, a child of the caller’s trace, and none of the caller’s tracestate or baggage', async () => {
+    expect(CALLER_BAGGAGE).toHaveLength(3_489);
+    const caller = traceparent();
+    const headers = { traceparent: caller.header, tracestate: CALLER_TRACESTATE, baggage: CALLER_BAGGAGE };
+    const response = await graphql('mutation Buy { buy(quota: 40) { ok } }', headers);
+    expect(await response.json()).toEqual({ data: { buy: { ok: true } } });
+
+    const spans = await traceOf(caller.traceId, (received) => received.some(isServerSpan) && received.some(isPaymentCall));
+    expect(spans.find(isServerSpan)).toMatchObject({ parentSpanId: caller.spanId });
+    const providerCall = spans.find(isPaymentCall)!;
+    expect(providerCall.spanId).not.toBe(caller.spanId);
+    expect(paymentCallOf(40)).toEqual({
+      traceparent: `00-${caller.traceId}-${providerCall.spanId}-01`,
+      tracestate: undefined,
+      baggage: undefined,
+    });
+  });
+
+  it('decides itself whether a request is sampled: a caller’s unsampled trace is recorded, and the provider told so', async () => {
+    const caller = traceparent(false);
+    const response = await graphql('mutation Buy { buy(quota: 50) { ok } }', { traceparent: caller.header, tracestate: CALLER_TRACESTATE });
+    expect(await response.json()).toEqual({ data: { buy: { ok: true } } });
+
+    const spans = await traceOf(caller.traceId, (received) => received.some(isPaymentCall));
+    const providerCall = spans.find(isPaymentCall)!;
+    expect(paymentCallOf(50)).toEqual({
+      traceparent: `00-${caller.traceId}-${providerCall.spanId}-01`,
+      tracestate: undefined,
+      baggage: undefined,
+    });
   });
 
   it('makes each subscription event a trace of its own: its operation, and the reads it makes', async () => {
@@ -323,7 +372,7 @@ describe('traces over OTLP/HTTP, with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
 });
 
 describe('the standard OTEL_* variables', () => {
-  it('are read by the SDK: the protocol, the service name, the exporter’s headers and the sampler', async () => {
+  it('are read by the SDK: the protocol, the service name and the exporter’s headers', async () => {
     const collector = await startOtlpReceiver();
     const configured = await startGatewayProcess({
       LOG_LEVEL: 'info',
@@ -331,15 +380,12 @@ describe('the standard OTEL_* variables', () => {
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
       OTEL_SERVICE_NAME: 'checkout-gateway',
       OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-key=key-for-the-collector',
-      // New traces are not sampled; a caller's sampled trace is continued.
-      OTEL_TRACES_SAMPLER: 'parentbased_always_off',
       OTEL_BSP_SCHEDULE_DELAY: '20',
     });
     try {
-      const unsampled = await fetch(`${configured.url}/quota`, { headers: { authorization: token } });
       const caller = traceparent();
       const sampled = await fetch(`${configured.url}/quota`, { headers: { authorization: token, traceparent: caller.header } });
-      expect([unsampled.status, sampled.status]).toEqual([200, 200]);
+      expect(sampled.status).toBe(200);
       const spans = await eventually(
         () => (collector.spans().some((span) => span.traceId === caller.traceId && isServerSpan(span)) ? collector.spans() : undefined),
         10_000,
@@ -356,7 +402,76 @@ describe('the standard OTEL_* variables', () => {
   });
 });
 
+describe('an operator’s choice of sampler and propagators', () => {
+  let collector: OtlpReceiver;
+  let configured: GatewayProcess;
+
+  beforeAll(async () => {
+    collector = await startOtlpReceiver();
+    configured = await startGatewayProcess({
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_BSP_SCHEDULE_DELAY: '20',
+      OTEL_TRACES_SAMPLER: 'parentbased_always_off',
+      OTEL_PROPAGATORS: 'tracecontext,baggage',
+    });
+  });
+
+  afterAll(async () => {
+    await stopProcess(configured);
+    await collector?.close();
+  });
+
+  it('OTEL_PROPAGATORS=tracecontext,baggage passes a caller’s baggage on to the provider, and still never its tracestate', async () => {
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const caller = traceparent();
+    const response = await fetch(`${configured.url}/graphql`, {
+      method: 'POST',
+      headers: { ...headers, traceparent: caller.header, tracestate: CALLER_TRACESTATE, baggage: 'user=admin,team=ops' },
+      body: JSON.stringify({ query: 'mutation Buy { buy(quota: 60) { ok } }' }),
+    });
+    expect(await response.json()).toEqual({ data: { buy: { ok: true } } });
+    expect(paymentCallOf(60)).toMatchObject({ tracestate: undefined, baggage: 'user=admin,team=ops' });
+  });
+
+  it('OTEL_TRACES_SAMPLER decides alone: with parentbased_always_off a caller’s sampled trace is not recorded, and the provider told so', async () => {
+    const caller = traceparent();
+    const response = await fetch(`${configured.url}/buy`, {
+      method: 'POST',
+      headers: { authorization: token, 'content-type': 'application/json', traceparent: caller.header },
+      body: JSON.stringify({ quota: 70 }),
+    });
+    expect(await response.text()).toBe('{"status":true,"error":"success"}');
+    const { traceparent: sent } = paymentCallOf(70);
+    expect(sent).toMatch(new RegExp(`^00-${caller.traceId}-[0-9a-f]{16}-00$`));
+    expect(sent).not.toContain(caller.spanId);
+    // Stopping flushes every span the process recorded: none of this trace.
+    await stopProcess(configured);
+    expect(collector.spans().filter((span) => span.traceId === caller.traceId)).toEqual([]);
+  });
+});
+
 describe('without OTEL_EXPORTER_OTLP_ENDPOINT', () => {
+  it('sends the provider none of a caller’s trace headers', async () => {
+    const untraced = await startGatewayProcess({ LOG_LEVEL: 'info' });
+    try {
+      const response = await fetch(`${untraced.url}/buy`, {
+        method: 'POST',
+        headers: {
+          authorization: token,
+          'content-type': 'application/json',
+          traceparent: traceparent().header,
+          tracestate: CALLER_TRACESTATE,
+          baggage: CALLER_BAGGAGE,
+        },
+        body: JSON.stringify({ quota: 80 }),
+      });
+      expect(await response.text()).toBe('{"status":true,"error":"success"}');
+    } finally {
+      await stopProcess(untraced);
+    }
+    expect(paymentCallOf(80)).toEqual({ traceparent: undefined, tracestate: undefined, baggage: undefined });
+  });
+
   it('loads none of the OpenTelemetry SDK, and still serves a caller that sends traceparent', async () => {
     const untraced = await startGatewayProcess({ LOG_LEVEL: 'info' });
     let response: Response;

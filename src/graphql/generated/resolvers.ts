@@ -293,7 +293,9 @@ export type Query = {
   node?: Maybe<Node>;
   /**
    * The objects with these global ids, in the same order; each is null where `node` would be.
-   * At most 100 ids; the caller's conversations among them are read in one database query.
+   * At most 100 ids, each given once: a list that repeats an id is refused (`BAD_USER_INPUT`),
+   * rather than answered with the same object again. The caller's conversations among them are
+   * read in one database query.
    */
   nodes: Array<Maybe<Node>>;
   /**
