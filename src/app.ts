@@ -96,7 +96,7 @@ export function createApp(options: AppOptions): Express {
     '/graphql',
     notStored,
     requireCaller(authenticator),
-    rateLimits.byCaller,
+    pipeline.admission.step('graphql'),
     credentialedGetIsPreflighted,
     declaredBodyWithinLimit,
     express.json({ limit: BODY_LIMIT_BYTES }),
@@ -119,7 +119,7 @@ export function createApp(options: AppOptions): Express {
   });
   app.use(
     ...legacyEndpoints(options.restRoutes, inProcessRunner(pipeline, authenticator, createContext), {
-      afterAuthentication: [rateLimits.byCaller],
+      afterAuthentication: [pipeline.admission.step('rest')],
       basePath: options.restBasePath,
     }),
   );

@@ -42,10 +42,11 @@ export interface Config {
   /** On SIGTERM/SIGINT, how long `/readyz` answers 503 while requests are still served, before the port closes. */
   shutdownDelayMs: number;
   /**
-   * Subscriptions one caller may run at once, WebSockets one client address may hold open (per
-   * instance), and what the server may hold unsent for one WebSocket before it drops it.
+   * Subscriptions one caller may run at once (every transport), WebSockets one client address may
+   * hold open (per instance), and what the server may hold unsent for one subscription connection
+   * (a WebSocket, an event stream) before it drops it.
    */
-  subscriptionCaps: { subscriptionsPerCaller: number; websocketsPerAddress: number; bufferedBytesPerWebsocket: number };
+  subscriptionCaps: { subscriptionsPerCaller: number; websocketsPerAddress: number; bufferedBytesPerConnection: number };
   /** OpenTelemetry traces over OTLP/HTTP; absent (no endpoint, or the SDK disabled): nothing traced, nothing loaded. */
   tracing: TracingConfig | undefined;
 }
@@ -357,7 +358,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     subscriptionCaps: {
       subscriptionsPerCaller: env.SUBSCRIPTIONS_PER_CALLER,
       websocketsPerAddress: env.WEBSOCKETS_PER_ADDRESS,
-      bufferedBytesPerWebsocket: env.WEBSOCKET_MAX_BUFFERED_BYTES,
+      bufferedBytesPerConnection: env.WEBSOCKET_MAX_BUFFERED_BYTES,
     },
     tracing: tracingConfig(env),
   };

@@ -26,18 +26,19 @@ import { createHttpServer } from './http/server.js';
 import type { Logger } from './logger.js';
 import { createMetrics } from './observability/metrics.js';
 import { startTracing, type Tracing } from './observability/tracing.js';
+import type { AdmissionCheck } from './operations/admission.js';
 import { OperationPipeline } from './operations/pipeline.js';
 import { openApiDocument } from './rest/openapi.js';
 import { prepareRoutes, restLayerDocuments } from './rest/prepared-routes.js';
 import type { RestRoute } from './rest/route.js';
 import { legacyRoutes } from './rest/routes.js';
-import { createRateLimits } from './security/rate-limit.js';
+import { createRateLimits, type RateLimits } from './security/rate-limit.js';
 import { TrustedDocuments } from './security/trusted-documents.js';
 import { DEMO_USER_ID, demoData } from './seed/demo-data.js';
 import { loadSeed, readSeedFile } from './seed/seed-file.js';
 import { createSubscriptions, type Subscriptions } from './subscriptions/index.js';
-import { startSubscriptionServer } from './subscriptions/websocket-server.js';
 import { packageVersion } from './version.js';
+import { startWebSocketDoor } from './websocket/websocket-server.js';
 
 const EMBEDDED_DATABASE_NAME = 'chat-gateway';
 
@@ -50,6 +51,8 @@ export interface ServiceOptions {
   scheduler?: Scheduler;
   /** Apollo Server plugins of one's own, besides the gateway's (they see every `/graphql` request). */
   apolloPlugins?: ApolloServerPlugin<RequestContext>[];
+  /** Checks of one's own, run by every door after the per-caller rate limit (see `AdmissionChecks`). */
+  admissionChecks?: AdmissionCheck[];
 }
 
 export interface RunningService {
@@ -194,6 +197,11 @@ async function serve(
 
 /** One schema and one operation pipeline for every door (/graphql, the REST layer, subscriptions), and Apollo Server over it. */
 async function startGraphQL({ config, logger, options, database, domains, subscriptions }: Parts) {
+  const rateLimits = await createRateLimits({
+    requestsPerSecond: config.rateLimit,
+    sharedIn: config.rateLimitStore === 'mongo' ? database.connection.db : undefined,
+  });
+  const createContext = contextFactory(domains, subscriptions);
   const schema = buildSchema([domains.conversations.resolvers, domains.billing.resolvers, subscriptions.resolvers]);
   const restRoutes = prepareRoutes(options.restRoutes, schema);
   const httpServer = createHttpServer();
@@ -210,20 +218,28 @@ async function startGraphQL({ config, logger, options, database, domains, subscr
     metrics: metrics.graphql,
     logger,
     tracer: options.tracing.operations,
+    admissionChecks: [perCallerRate(rateLimits), ...(options.admissionChecks ?? [])],
+    live: {
+      createContext,
+      documentOf: (reference) => options.trustedDocuments.documentFor(reference),
+      subscriptionsPerCaller: config.subscriptionCaps.subscriptionsPerCaller,
+      metrics: subscriptions.metrics,
+    },
   });
   const apollo = createApolloServer(pipeline, { production: config.production, httpServer, plugins: options.apolloPlugins });
   await apollo.start();
-  return { restRoutes, httpServer, metrics, pipeline, apollo };
+  return { restRoutes, httpServer, metrics, pipeline, apollo, rateLimits, createContext };
+}
+
+/** The first admission check: the caller's rate limit, one request (or subscribe message) counted. */
+function perCallerRate(rateLimits: RateLimits): AdmissionCheck {
+  return ({ caller }) => rateLimits.countCaller(caller.userId);
 }
 
 /** The HTTP app and the WebSocket server on the server Apollo Server drains when it stops, listening. */
-async function openDoors(parts: Parts, { restRoutes, httpServer, metrics, pipeline, apollo }: Awaited<ReturnType<typeof startGraphQL>>) {
+async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startGraphQL>>) {
+  const { restRoutes, httpServer, metrics, pipeline, apollo, rateLimits, createContext } = graphql;
   const { config, logger, options, database, subscriptions, authenticator } = parts;
-  const createContext = contextFactory(parts.domains, subscriptions);
-  const rateLimits = await createRateLimits({
-    requestsPerSecond: config.rateLimit,
-    sharedIn: config.rateLimitStore === 'mongo' ? database.connection.db : undefined,
-  });
   const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
   const app = createApp({
     apollo,
@@ -248,17 +264,18 @@ async function openDoors(parts: Parts, { restRoutes, httpServer, metrics, pipeli
   });
   httpServer.on('request', options.tracing.serveRequests(app));
   // Subscriptions: WebSockets upgraded from the same server, on /graphql too.
-  const subscriptionServer = startSubscriptionServer({
+  const subscriptionServer = startWebSocketDoor({
     httpServer,
     pipeline,
     authenticator,
-    createContext,
     rateLimits,
     logger,
     clock: parts.clock,
-    messagesPerSecond: config.rateLimit,
-    documentOf: (reference) => options.trustedDocuments.documentFor(reference),
-    caps: config.subscriptionCaps,
+    limits: {
+      websocketsPerAddress: config.subscriptionCaps.websocketsPerAddress,
+      bufferedBytesPerConnection: config.subscriptionCaps.bufferedBytesPerConnection,
+      messagesPerSecond: config.rateLimit,
+    },
     clientAddress: (request) => proxyAddress(request, app.get('trust proxy fn')),
     corsOrigins: config.corsOrigins,
     metrics: subscriptions.metrics,

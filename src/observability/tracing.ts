@@ -4,7 +4,7 @@ import type { MongoClient } from 'mongodb';
 
 import type { TracingConfig } from '../config.js';
 import type { Logger } from '../logger.js';
-import type { Door } from '../operations/observer.js';
+import type { Door } from './labels.js';
 
 /**
  * Traces (CONTRACT §8): what the rest of the service asks of them, with nothing of OpenTelemetry
