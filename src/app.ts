@@ -12,6 +12,9 @@ import { declaredBodyWithinLimit } from './http/body-limit.js';
 import { graphqlFailures, legacyFailures, noSuchPath } from './http/failures.js';
 import { healthRoutes, type ReadinessDetails } from './http/health.js';
 import type { Shutdown } from './http/lifecycle.js';
+import type { HttpStreams } from './http-streams/index.js';
+import { asksForMultipartSubscription } from './http-streams/multipart.js';
+import { SSE_PATH } from './http-streams/server-sent-events.js';
 import { BODY_LIMIT_BYTES } from './limits.js';
 import type { Logger } from './logger.js';
 import type { GatewayMetrics } from './observability/metrics.js';
@@ -31,6 +34,8 @@ import { type TrustedDocuments, trustedDocumentsStep } from './security/trusted-
 export interface AppOptions {
   /** Started; serves `/graphql` over the pipeline. */
   apollo: ApolloServer<RequestContext>;
+  /** The HTTP subscription doors: Server-Sent Events on their own path, multipart on `POST /graphql`. */
+  httpStreams: HttpStreams;
   /** Runs the REST layer's operations, and observes `/graphql`'s. */
   pipeline: OperationPipeline;
   createContext: CreateContext;
@@ -91,15 +96,27 @@ export function createApp(options: AppOptions): Express {
   // the metrics and the log after the route it matched (`request-end.ts`), whatever its spelling.
   // Before the playground's router, which would answer an OPTIONS itself.
   app.all('/graphql', graphqlMethods);
+  app.all(
+    SSE_PATH,
+    notStored,
+    requireCaller(authenticator),
+    pipeline.admission.step('sse'),
+    declaredBodyWithinLimit,
+    express.json({ limit: BODY_LIMIT_BYTES }),
+    options.httpStreams.sse.handle,
+    graphqlFailures,
+  );
   if (options.playground) app.use(playgroundRouter(options.playground));
   app.all(
     '/graphql',
     notStored,
     requireCaller(authenticator),
-    pipeline.admission.step('graphql'),
+    pipeline.admission.step((request) => (asksForMultipartSubscription(request) ? 'multipart' : 'graphql')),
     credentialedGetIsPreflighted,
     declaredBodyWithinLimit,
     express.json({ limit: BODY_LIMIT_BYTES }),
+    // Before the trusted-documents step, which would hand Apollo the text: the pipeline applies that rule itself.
+    options.httpStreams.multipart,
     trustedDocumentsStep(options.trustedDocuments),
     expressMiddleware(apollo, {
       context: async ({ req, res }) => {

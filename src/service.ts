@@ -23,6 +23,7 @@ import { createApolloServer } from './graphql/apollo.js';
 import { buildSchema } from './graphql/schema.js';
 import { listen, type Scheduler, Shutdown } from './http/lifecycle.js';
 import { createHttpServer } from './http/server.js';
+import { createHttpStreams } from './http-streams/index.js';
 import type { Logger } from './logger.js';
 import { createMetrics } from './observability/metrics.js';
 import { startTracing, type Tracing } from './observability/tracing.js';
@@ -182,7 +183,7 @@ async function serve(
       await doors.shutdown.begin();
       // Sockets are told to go away (1001) while the HTTP server stops accepting and drains (see
       // createApolloServer); then GraphQL stops, and the change streams close before the database.
-      await Promise.all([doors.subscriptionServer.close(), graphql.apollo.stop()]);
+      await Promise.all([doors.subscriptionServer.close(), doors.httpStreams.close(), graphql.apollo.stop()]);
       await subscriptions.close();
       graphql.metrics.stop();
       // Settlements write to the database: they finish (or are stopped) before it closes.
@@ -241,8 +242,16 @@ async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startG
   const { restRoutes, httpServer, metrics, pipeline, apollo, rateLimits, createContext } = graphql;
   const { config, logger, options, database, subscriptions, authenticator } = parts;
   const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
+  const httpStreams = createHttpStreams({
+    pipeline,
+    maxBufferedBytes: config.subscriptionCaps.bufferedBytesPerConnection,
+    clock: parts.clock,
+    metrics: subscriptions.metrics,
+    logger,
+  });
   const app = createApp({
     apollo,
+    httpStreams,
     pipeline,
     createContext,
     authenticator,
@@ -283,7 +292,7 @@ async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startG
   await listen(httpServer, config.port, config.host);
   const { port } = httpServer.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  return { url: `http://${host}:${port}`, shutdown, subscriptionServer };
+  return { url: `http://${host}:${port}`, shutdown, subscriptionServer, httpStreams };
 }
 
 /** Each domain's factory, bound to the database: stores, a service per caller, resolvers. */

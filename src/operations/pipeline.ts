@@ -128,6 +128,15 @@ export class OperationPipeline {
     return this.live.subscribe(request, subscriber);
   }
 
+  /**
+   * Whether `request` names a valid subscription (by text, or by a trusted id the rule accepts):
+   * for a door that shares its route with queries and mutations. Anything else, invalid documents
+   * included, is left to the route's other door, which answers it.
+   */
+  isSubscription(request: SubscribeRequest): boolean {
+    return this.live.isSubscription(request);
+  }
+
   /** The errors refusing a subscription for `error` (thrown by the admission sequence), formatted. */
   refusal(error: unknown, requestId: string): Refusal {
     return { refused: this.format.render([failureOf(error)], requestId) };

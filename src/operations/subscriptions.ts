@@ -5,6 +5,7 @@ import {
   type DocumentNode,
   type ExecutionResult,
   type FormattedExecutionResult,
+  getOperationAST,
   type GraphQLError,
   type GraphQLFormattedError,
   type GraphQLSchema,
@@ -19,6 +20,7 @@ import { badRequest, failureOf, withFailureKinds } from '../errors.js';
 import type { SubscriptionTransport } from '../observability/labels.js';
 import type { SubscriptionMetrics } from '../observability/subscription-metrics.js';
 import type { DocumentReference } from '../security/trusted-documents.js';
+import type { Documents } from './documents.js';
 import type { Execution } from './execution.js';
 import type { ErrorFormat } from './format.js';
 import type { Observation, OperationObserver } from './observer.js';
@@ -50,6 +52,8 @@ export interface Refusal {
  */
 export type LiveResults = AsyncIterableIterator<FormattedExecutionResult> & {
   return(): Promise<IteratorResult<FormattedExecutionResult>>;
+  /** Ends it as `return` does (libraries end an async generator either way). */
+  throw(error?: unknown): Promise<IteratorResult<FormattedExecutionResult>>;
 };
 
 /** A subscription ended by the server for a failure of its stream: the errors to send, formatted. */
@@ -66,6 +70,7 @@ export interface SubscriptionStages {
     request: { text: string; operationName?: string | null; variables?: Record<string, unknown> | null },
     observation: Observation,
   ): { document: DocumentNode; operation: OperationDefinitionNode } | { errors: readonly GraphQLError[] };
+  documents: Documents;
   execution: Execution;
   format: ErrorFormat;
   observer: OperationObserver;
@@ -147,6 +152,19 @@ export class LiveSubscriptions {
       return refuse([failureOf(error)]);
     }
     return this.open(run, observation);
+  }
+
+  /** See `OperationPipeline.isSubscription`. */
+  isSubscription(request: SubscribeRequest): boolean {
+    let text: string | undefined;
+    try {
+      text = this.options.documentOf(request);
+    } catch {
+      return false;
+    }
+    const document = text === undefined ? undefined : this.stages.documents.document(text);
+    if (document === undefined || !('kind' in document)) return false;
+    return getOperationAST(document, request.operationName ?? undefined)?.operation === 'subscription';
   }
 
   /** Opens the source stream; a refusal there (no change streams) is the subscription's one answer. */
@@ -241,6 +259,10 @@ class SubscriptionStream implements LiveResults {
     return { value: undefined, done: true };
   }
 
+  throw(): Promise<IteratorResult<FormattedExecutionResult>> {
+    return this.return();
+  }
+
   [Symbol.asyncIterator](): this {
     return this;
   }
@@ -255,12 +277,22 @@ class SubscriptionStream implements LiveResults {
   };
 }
 
-/** A subscription answered once, then complete: one whose stream could not open. */
-function answerOnce(answer: FormattedExecutionResult): LiveResults {
-  const results = [answer][Symbol.iterator]();
+/** A subscription answered once, then complete: one whose stream could not open, or (for a door that says so in its stream) refused. */
+export function answerOnce(answer: FormattedExecutionResult): LiveResults {
+  let pending: FormattedExecutionResult | undefined = answer;
+  const done: IteratorResult<FormattedExecutionResult> = { value: undefined, done: true };
+  const end = async () => {
+    pending = undefined;
+    return done;
+  };
   return {
-    next: async () => results.next(),
-    return: async () => ({ value: undefined, done: true }),
+    async next() {
+      const value = pending;
+      pending = undefined;
+      return value === undefined ? done : { value, done: false };
+    },
+    return: end,
+    throw: end,
     [Symbol.asyncIterator]() {
       return this;
     },
