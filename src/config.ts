@@ -242,6 +242,19 @@ const TRACING_VARIABLES = [
   'OTEL_EXPORTER_OTLP_PROTOCOL',
   'OTEL_SDK_DISABLED',
 ] as const;
+/** The HTTP side's variables, which the gateway and the sidecar read alike (`httpSettings`). */
+const HTTP_VARIABLES = [
+  'PORT',
+  'HOST',
+  'NODE_ENV',
+  'LOG_LEVEL',
+  'METRICS_TOKEN',
+  'TRUST_PROXY',
+  'CORS_ORIGINS',
+  'REST_BASE_PATH',
+  'SHUTDOWN_DELAY_MS',
+  ...TRACING_VARIABLES,
+] as const;
 /** Every variable the service reads, for the check that `.env.example` lists them all. */
 export const VARIABLE_NAMES = Object.keys(VARIABLES) as VariableName[];
 
@@ -326,10 +339,9 @@ function isProduction(environment: NodeJS.ProcessEnv): boolean {
 /** The gateway's configuration: every variable. */
 export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
   const env = parseVariables(VARIABLE_NAMES, environment, crossVariableProblems(environment));
-  const production = env.NODE_ENV === 'production';
+  const http = httpSettings(env);
   return {
-    port: env.PORT,
-    host: env.HOST,
+    ...http,
     mongodbUri: env.MONGODB_URI,
     jwtSecret: env.JWT_SECRET,
     seedFile: env.SEED_FILE,
@@ -343,23 +355,33 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       horizonMs: env.SETTLEMENT_HORIZON,
       backoffMaxMs: env.SETTLEMENT_BACKOFF_MAX_MS,
     },
-    production,
-    logLevel: env.LOG_LEVEL,
     rateLimit: env.RATE_LIMIT,
     rateLimitStore: env.RATE_LIMIT_STORE,
-    metricsToken: env.METRICS_TOKEN,
     persistedDocuments:
       env.PERSISTED_DOCUMENTS === undefined ? undefined : { file: env.PERSISTED_DOCUMENTS, only: env.PERSISTED_DOCUMENTS_ONLY === 'true' },
-    trustProxy: parseTrustProxy(env.TRUST_PROXY),
-    playground: env.PLAYGROUND === undefined ? !production : env.PLAYGROUND === 'on',
-    corsOrigins: env.CORS_ORIGINS,
-    restBasePath: env.REST_BASE_PATH,
-    shutdownDelayMs: shutdownDelayMs(env.SHUTDOWN_DELAY_MS, production),
+    playground: env.PLAYGROUND === undefined ? !http.production : env.PLAYGROUND === 'on',
     subscriptionCaps: {
       subscriptionsPerCaller: env.SUBSCRIPTIONS_PER_CALLER,
       websocketsPerAddress: env.WEBSOCKETS_PER_ADDRESS,
       bufferedBytesPerConnection: env.WEBSOCKET_MAX_BUFFERED_BYTES,
     },
+  };
+}
+
+/** The HTTP side of the configuration, the same for the gateway and the sidecar. */
+function httpSettings(env: Variables<(typeof HTTP_VARIABLES)[number]>): SidecarConfig {
+  const production = env.NODE_ENV === 'production';
+  return {
+    port: env.PORT,
+    host: env.HOST,
+    production,
+    logLevel: env.LOG_LEVEL,
+    metricsToken: env.METRICS_TOKEN,
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    corsOrigins: env.CORS_ORIGINS,
+    restBasePath: env.REST_BASE_PATH,
+    // Production waits for load balancers to notice the stop; elsewhere nobody is waiting.
+    shutdownDelayMs: env.SHUTDOWN_DELAY_MS ?? (production ? 5_000 : 0),
     tracing: tracingConfig(env),
   };
 }
@@ -368,11 +390,6 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
 function tracingConfig(env: Variables<(typeof TRACING_VARIABLES)[number]>): TracingConfig | undefined {
   const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT;
   return endpoint === undefined || env.OTEL_SDK_DISABLED === 'true' ? undefined : { protocol: env.OTEL_EXPORTER_OTLP_PROTOCOL };
-}
-
-/** Production waits for load balancers to notice the stop; elsewhere nobody is waiting. */
-function shutdownDelayMs(given: number | undefined, production: boolean): number {
-  return given ?? (production ? 5_000 : 0);
 }
 
 /** `npm run token`: only the signing secret. */
@@ -413,34 +430,10 @@ export function loadSidecarConfig(
   flags: { port?: string; host?: string } = {},
   environment: NodeJS.ProcessEnv = process.env,
 ): SidecarConfig {
-  const names = [
-    'PORT',
-    'HOST',
-    'NODE_ENV',
-    'LOG_LEVEL',
-    'METRICS_TOKEN',
-    'TRUST_PROXY',
-    'CORS_ORIGINS',
-    'REST_BASE_PATH',
-    'SHUTDOWN_DELAY_MS',
-    ...TRACING_VARIABLES,
-  ] as const;
-  const env = loadVariables(names, {
+  const env = loadVariables(HTTP_VARIABLES, {
     ...environment,
     ...(flags.port !== undefined && { PORT: flags.port }),
     ...(flags.host !== undefined && { HOST: flags.host }),
   });
-  const production = env.NODE_ENV === 'production';
-  return {
-    port: env.PORT,
-    host: env.HOST,
-    production,
-    logLevel: env.LOG_LEVEL,
-    metricsToken: env.METRICS_TOKEN,
-    trustProxy: parseTrustProxy(env.TRUST_PROXY),
-    corsOrigins: env.CORS_ORIGINS,
-    restBasePath: env.REST_BASE_PATH,
-    shutdownDelayMs: shutdownDelayMs(env.SHUTDOWN_DELAY_MS, production),
-    tracing: tracingConfig(env),
-  };
+  return httpSettings(env);
 }

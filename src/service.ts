@@ -21,7 +21,7 @@ import { buildIndexes, connectDatabase, type Database } from './db/database.js';
 import { withDatabaseName } from './db/uri.js';
 import { createApolloServer } from './graphql/apollo.js';
 import { buildSchema } from './graphql/schema.js';
-import { listen, type Scheduler, Shutdown } from './http/lifecycle.js';
+import { listen, Shutdown } from './http/lifecycle.js';
 import { createHttpServer } from './http/server.js';
 import { createHttpStreams } from './http-streams/index.js';
 import type { Logger } from './logger.js';
@@ -47,10 +47,8 @@ const EMBEDDED_DATABASE_NAME = 'chat-gateway';
 export interface ServiceOptions {
   /** The legacy REST endpoints; `legacyRoutes` unless given. */
   restRoutes?: RestRoute[];
-  /** The time purchases are settled and credentials expire by; the system's unless a test moves it by hand. */
+  /** The time purchases are settled, credentials expire and the shutdown delay ends by; the system's unless a test moves it by hand. */
   clock?: Clock;
-  /** Times the shutdown delay; the system's timers unless a test moves time by hand. */
-  scheduler?: Scheduler;
   /** Apollo Server plugins of one's own, besides the gateway's (they see every `/graphql` request). */
   apolloPlugins?: ApolloServerPlugin<RequestContext>[];
   /** Checks of one's own, run by every door after the per-caller rate limit (see `AdmissionChecks`). */
@@ -239,7 +237,7 @@ function perCallerRate(rateLimits: RateLimits): AdmissionCheck {
 async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startGraphQL>>): Promise<string> {
   const { restRoutes, httpServer, metrics, pipeline, apollo, rateLimits, createContext } = graphql;
   const { config, logger, options, tracing, database, subscriptions, authenticator, closers } = parts;
-  const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
+  const shutdown = new Shutdown(config.shutdownDelayMs, parts.clock);
   const httpStreams = createHttpStreams({
     pipeline,
     maxBufferedBytes: config.subscriptionCaps.bufferedBytesPerConnection,

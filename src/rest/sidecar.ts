@@ -2,11 +2,12 @@ import type { AddressInfo } from 'node:net';
 
 import express, { type Express } from 'express';
 
+import type { Clock } from '../clock.js';
 import type { SidecarConfig } from '../config.js';
 import { buildSchema } from '../graphql/schema.js';
 import { legacyFailures, noSuchPath } from '../http/failures.js';
 import { healthRoutes } from '../http/health.js';
-import { drainable, listen, type Scheduler, Shutdown } from '../http/lifecycle.js';
+import { drainable, listen, Shutdown } from '../http/lifecycle.js';
 import { createHttpServer } from '../http/server.js';
 import type { Logger } from '../logger.js';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.js';
@@ -28,8 +29,8 @@ export interface SidecarOptions {
   /** How long to wait for the upstream before answering 503. */
   timeoutMs: number;
   logger: Logger;
-  /** Times the shutdown delay; the system's timers unless a test moves time by hand. */
-  scheduler?: Scheduler;
+  /** Times the shutdown delay; the system's unless a test moves time by hand. */
+  clock?: Clock;
 }
 
 export interface RunningSidecar {
@@ -46,7 +47,7 @@ export interface RunningSidecar {
 export async function startSidecar(options: SidecarOptions): Promise<RunningSidecar> {
   const { config, upstream, timeoutMs } = options;
   await probeUpstream(upstream, timeoutMs);
-  const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
+  const shutdown = new Shutdown(config.shutdownDelayMs, options.clock);
   const metrics = createMetrics({ token: config.metricsToken, production: config.production });
   // Each request a span, whose call upstream carries its `traceparent`: the gateway's spans join the same trace.
   const tracing = await startTracing(config.tracing, { name: 'chat-gateway-sidecar', version: packageVersion }, options.logger);
