@@ -12,6 +12,9 @@ export interface HttpSubscriber {
 
 type Transport = 'sse' | 'multipart';
 
+/** Why subscriptions of this process could not be opened, for the bench to tell. */
+export const failures: string[] = [];
+
 /**
  * Subscribes over Server-Sent Events (graphql-sse, distinct connections) or Apollo's multipart
  * HTTP subscriptions, with an agent-less connection of its own, and splits what arrives into
@@ -30,8 +33,9 @@ export function subscribeOverHttp(base: string, transport: Transport, authorizat
       accept: transport === 'sse' ? 'text/event-stream' : 'multipart/mixed;boundary="graphql";subscriptionSpec="1.0"',
     },
   });
-  outgoing.on('error', () => {});
+  outgoing.on('error', (error) => failures.push(error.message));
   outgoing.on('response', (response: IncomingMessage) => {
+    if (response.statusCode !== 200) failures.push(`HTTP ${response.statusCode}`);
     response.setEncoding('utf8');
     response.on('error', () => {});
     response.on('data', (chunk: string) => {

@@ -6,7 +6,7 @@ import { MongoClient } from 'mongodb';
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { sample } from '../support/metrics.js';
 import { connectAs, type OperationMessage, type TestSocket } from '../support/websocket.js';
-import { type HttpSubscriber, subscribeOverHttp } from './http-subscribers.js';
+import { failures, type HttpSubscriber, subscribeOverHttp } from './http-subscribers.js';
 import { type Child, freePort, startGateway, startPeer, waitForHttp, waitForOutput } from './processes.js';
 import { atMost, formatTarget, type Target } from './report.js';
 
@@ -255,7 +255,8 @@ async function untilRunning(base: string, count: number): Promise<void> {
   for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(100)) {
     if ((await subscriptionsOn(base)) === count) return;
   }
-  throw new Error(`${base} did not reach ${count} running subscriptions`);
+  const failed = failures.length === 0 ? '' : `; ${failures.length} HTTP subscriptions failed, first: ${failures[0]}`;
+  throw new Error(`${base} did not reach ${count} running subscriptions (it runs ${await subscriptionsOn(base)})${failed}`);
 }
 
 /** RSS and V8 heap in use, as medians of samples over a few seconds once the server is idle. */
