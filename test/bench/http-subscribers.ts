@@ -20,7 +20,7 @@ export const failures: string[] = [];
  * HTTP subscriptions, with an agent-less connection of its own, and splits what arrives into
  * answers: SSE `next` events, multipart parts other than heartbeats.
  */
-export function subscribeOverHttp(base: string, transport: Transport, authorization: string, query: string): HttpSubscriber {
+export async function subscribeOverHttp(base: string, transport: Transport, authorization: string, query: string): Promise<HttpSubscriber> {
   const queue: { message: OperationMessage; receivedAt: number }[] = [];
   let waiting: (() => void) | undefined;
   let buffer = '';
@@ -32,6 +32,11 @@ export function subscribeOverHttp(base: string, transport: Transport, authorizat
       'content-type': 'application/json',
       accept: transport === 'sse' ? 'text/event-stream' : 'multipart/mixed;boundary="graphql";subscriptionSpec="1.0"',
     },
+  });
+  // Answered (its head), or failed: the caller opens connections a batch at a time.
+  const answered = new Promise<void>((resolve) => {
+    outgoing.once('response', () => resolve());
+    outgoing.once('error', () => resolve());
   });
   outgoing.on('error', (error) => failures.push(error.message));
   outgoing.on('response', (response: IncomingMessage) => {
@@ -59,6 +64,7 @@ export function subscribeOverHttp(base: string, transport: Transport, authorizat
     }
     return queue.shift()!;
   };
+  await answered;
   return { nextTimed, next: async (timeoutMs) => (await nextTimed(timeoutMs)).message, close: () => outgoing.destroy() };
 }
 

@@ -136,7 +136,7 @@ export async function measureSubscriptions(
     );
     const subscribe = async (server: LiveServer, authorization: string, query: string): Promise<Subscriber> => {
       if (server.transport !== 'websocket') {
-        const stream = subscribeOverHttp(server.base, server.transport, authorization, query);
+        const stream = await subscribeOverHttp(server.base, server.transport, authorization, query);
         streams.push(stream);
         return stream;
       }
