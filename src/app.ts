@@ -70,7 +70,7 @@ export interface AppOptions {
  * its failure handler, which answers whatever its steps threw in that surface's shape.
  */
 export function createApp(options: AppOptions): Express {
-  const { apollo, pipeline, authenticator, rateLimits, createContext, metrics } = options;
+  const { pipeline, authenticator, rateLimits, createContext, metrics } = options;
   const app = express();
   app.disable('x-powered-by');
   // Every answer is no-store: an ETag would serve no cache, and cost a hash of each body.
@@ -92,9 +92,30 @@ export function createApp(options: AppOptions): Express {
   app.use(rateLimits.byAddress);
   if (metrics.endpoint) app.get('/metrics', metrics.endpoint);
 
-  // Endpoints are routes at their full path, never handlers mounted at one: a request is named in
-  // the metrics and the log after the route it matched (`request-end.ts`), whatever its spelling.
-  // Before the playground's router, which would answer an OPTIONS itself.
+  graphqlRoutes(app, options);
+
+  app.get('/openapi.json', (_request, response) => {
+    response.type('application/json').send(options.openApi);
+  });
+  app.use(
+    ...legacyEndpoints(options.restRoutes, inProcessRunner(pipeline, authenticator, createContext), {
+      afterAuthentication: [pipeline.admission.step('rest')],
+      basePath: options.restBasePath,
+    }),
+  );
+
+  app.use(noSuchPath, legacyFailures('error'));
+  return app;
+}
+
+/**
+ * `/graphql` and the Server-Sent Events door beside it. Endpoints are routes at their full path,
+ * never handlers mounted at one: a request is named in the metrics and the log after the route it
+ * matched (`request-end.ts`), whatever its spelling. Before the playground's router, which would
+ * answer an OPTIONS itself.
+ */
+function graphqlRoutes(app: Express, options: AppOptions): void {
+  const { apollo, pipeline, authenticator, createContext } = options;
   app.all('/graphql', graphqlMethods);
   app.all(
     SSE_PATH,
@@ -130,19 +151,6 @@ export function createApp(options: AppOptions): Express {
   );
   // Failures thrown before the route (the per-address limit), in the same shape: Express skips routes once a step has failed.
   app.use('/graphql', graphqlFailures);
-
-  app.get('/openapi.json', (_request, response) => {
-    response.type('application/json').send(options.openApi);
-  });
-  app.use(
-    ...legacyEndpoints(options.restRoutes, inProcessRunner(pipeline, authenticator, createContext), {
-      afterAuthentication: [pipeline.admission.step('rest')],
-      basePath: options.restBasePath,
-    }),
-  );
-
-  app.use(noSuchPath, legacyFailures('error'));
-  return app;
 }
 
 /**

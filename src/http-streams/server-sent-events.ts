@@ -90,7 +90,8 @@ async function serve(
   response: ExpressResponse,
 ): Promise<void> {
   const [body, init] = await handler(request);
-  response.writeHead(init.status, init.statusText, init.headers);
+  // graphql-sse says `no-cache`; every authenticated answer here is `no-store`.
+  response.writeHead(init.status, init.statusText, { ...init.headers, 'cache-control': 'no-store' });
   if (body === null || typeof body === 'string') {
     if (request.method === 'PUT' && init.status === 201 && typeof body === 'string') reservations.add(body, request.context);
     response.end(body ?? undefined);

@@ -32,8 +32,8 @@ class Received<T = Record<string, unknown>> {
     complete: () => this.push(() => (this.ended = 'complete')),
   };
 
-  /** Waits until `count` results arrived (or fails after `timeoutMs`). */
-  async results_(count: number, timeoutMs = 5_000): Promise<ExecutionResult<T, unknown>[]> {
+  /** The first `count` results, once they arrived (fails after `timeoutMs`). */
+  async first(count: number, timeoutMs = 5_000): Promise<ExecutionResult<T, unknown>[]> {
     await this.until(() => this.results.length >= count, timeoutMs, `${count} results`);
     return this.results.slice(0, count);
   }
@@ -94,10 +94,10 @@ describe('GraphQL over Server-Sent Events (graphql-sse), with its own client', (
     const received = new Received<{ quota: number }>();
     const before = await subscriptionsRunning(gateway.url);
     const dispose = client.subscribe({ query: 'subscription { quota }' }, received.sink);
-    expect(await received.results_(1)).toEqual([{ data: { quota: 12.5 } }]);
+    expect(await received.first(1)).toEqual([{ data: { quota: 12.5 } }]);
     await running(before);
     await gateway.models.users.updateOne({ id: 1 }, { $inc: { balanceMicros: 1_000_000 } });
-    expect((await received.results_(2))[1]).toEqual({ data: { quota: 13.5 } });
+    expect((await received.first(2))[1]).toEqual({ data: { quota: 13.5 } });
     dispose();
     await running(before, 0);
     client.dispose();
@@ -108,7 +108,7 @@ describe('GraphQL over Server-Sent Events (graphql-sse), with its own client', (
     const client = sseClient(false);
     const received = new Received();
     client.subscribe({ query: 'subscription { nope }' }, received.sink);
-    const [answer] = await received.results_(1);
+    const [answer] = await received.first(1);
     expect(answer!.errors).toEqual([
       expect.objectContaining({
         message: 'Cannot query field "nope" on type "Subscription".',
@@ -118,13 +118,27 @@ describe('GraphQL over Server-Sent Events (graphql-sse), with its own client', (
     expect(await received.end()).toBe('complete');
     const query = new Received();
     client.subscribe({ query: '{ quota }' }, query.sink);
-    expect((await query.results_(1))[0]!.errors).toEqual([
+    expect((await query.first(1))[0]!.errors).toEqual([
       expect.objectContaining({
         message: 'only subscriptions are served over Server-Sent Events; send queries and mutations to POST /graphql',
         extensions: { code: 'BAD_REQUEST' },
       }),
     ]);
     client.dispose();
+  });
+
+  it('answers with the event stream’s media type, never to be stored', async () => {
+    const answer = await fetch(`${gateway.url}/graphql/stream`, {
+      method: 'POST',
+      headers: { authorization: alice, accept: 'text/event-stream', 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'subscription { nope }' }),
+    });
+    expect([answer.status, answer.headers.get('content-type'), answer.headers.get('cache-control')]).toEqual([
+      200,
+      'text/event-stream; charset=utf-8',
+      'no-store',
+    ]);
+    expect(await answer.text()).toMatch(/event: next\ndata: \{"errors":\[.*GRAPHQL_VALIDATION_FAILED.*\]\}\n\n(:\n\n)*event: complete\n/s);
   });
 
   it('answers 401 without credentials, before anything is read', async () => {
@@ -165,10 +179,10 @@ describe("Apollo's multipart HTTP subscriptions on POST /graphql", () => {
     const subscription = client
       .subscribe<{ quota: number }>({ query: gql('subscription Balance { quota }') })
       .subscribe({ next: (result) => received.sink.next(result as ExecutionResult<{ quota: number }, unknown>) });
-    expect((await received.results_(1))[0]!.data).toEqual({ quota: 12.5 });
+    expect((await received.first(1))[0]!.data).toEqual({ quota: 12.5 });
     await running(before);
     await gateway.models.users.updateOne({ id: 1 }, { $inc: { balanceMicros: 500_000 } });
-    expect((await received.results_(2))[1]!.data).toEqual({ quota: 13 });
+    expect((await received.first(2))[1]!.data).toEqual({ quota: 13 });
     subscription.unsubscribe();
     await running(before, 0);
     await gateway.models.users.updateOne({ id: 1 }, { $inc: { balanceMicros: -500_000 } });
@@ -196,6 +210,7 @@ describe("Apollo's multipart HTTP subscriptions on POST /graphql", () => {
     });
     expect(answer.status).toBe(200);
     expect(answer.headers.get('content-type')).toBe('multipart/mixed;boundary="graphql";subscriptionSpec="1.0"');
+    expect(answer.headers.get('cache-control')).toBe('no-store');
     const body = await answer.text();
     expect(body).toMatch(
       /^\r\n--graphql\r\ncontent-type: application\/json; charset=utf-8\r\n\r\n\{"payload":\{"errors":\[.*\]\}\}\r\n--graphql--\r\n$/s,
@@ -227,7 +242,7 @@ describe('urql over Server-Sent Events', () => {
       authorization: alice,
     });
     expect(renamed.body.data).toEqual({ renameConversationByNumber: { ok: true } });
-    expect((await received.results_(1))[0]).toEqual({
+    expect((await received.first(1))[0]).toEqual({
       data: { conversationEvents: { kind: 'UPDATED', number: 1, conversation: { name: 'Lisbon' } } },
     });
     subscription.unsubscribe();
@@ -285,7 +300,7 @@ describe('every transport under the same caps, metrics, writers and shutdown', (
     expect(sample(metrics, 'graphql_event_streams_open', { transport: 'multipart' })).toBe(1);
     const fourth = new Received();
     sse.subscribe({ query: 'subscription { quota }' }, fourth.sink);
-    expect((await fourth.results_(1))[0]!.errors).toEqual([
+    expect((await fourth.first(1))[0]!.errors).toEqual([
       expect.objectContaining({
         extensions: { code: 'TOO_MANY_SUBSCRIPTIONS' },
         message: expect.stringMatching(/at most 3 at once per caller/),
@@ -298,8 +313,8 @@ describe('every transport under the same caps, metrics, writers and shutdown', (
     expect(renamed.body.data).toEqual({ renameConversationByNumber: { ok: true } });
     const event = { data: { conversationEvents: { kind: 'UPDATED', number: 1, conversation: { name: 'From the other one' } } } };
     expect((await overWebSocket.next()).payload).toEqual(event);
-    expect((await overSse.results_(1))[0]).toEqual(event);
-    expect((await overMultipart.received.results_(1))[0]!.data).toMatchObject(event.data);
+    expect((await overSse.first(1))[0]).toEqual(event);
+    expect((await overMultipart.received.first(1))[0]!.data).toMatchObject(event.data);
 
     // Stopping completes each stream, rather than cutting it.
     await capped.stop();
