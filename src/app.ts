@@ -12,6 +12,9 @@ import { declaredBodyWithinLimit } from './http/body-limit.js';
 import { graphqlFailures, legacyFailures, noSuchPath } from './http/failures.js';
 import { healthRoutes, type ReadinessDetails } from './http/health.js';
 import type { Shutdown } from './http/lifecycle.js';
+import type { HttpStreams } from './http-streams/index.js';
+import { asksForMultipartSubscription } from './http-streams/multipart.js';
+import { SSE_PATH } from './http-streams/server-sent-events.js';
 import { BODY_LIMIT_BYTES } from './limits.js';
 import type { Logger } from './logger.js';
 import type { GatewayMetrics } from './observability/metrics.js';
@@ -31,6 +34,8 @@ import { type TrustedDocuments, trustedDocumentsStep } from './security/trusted-
 export interface AppOptions {
   /** Started; serves `/graphql` over the pipeline. */
   apollo: ApolloServer<RequestContext>;
+  /** The HTTP subscription doors: Server-Sent Events on their own path, multipart on `POST /graphql`. */
+  httpStreams: HttpStreams;
   /** Runs the REST layer's operations, and observes `/graphql`'s. */
   pipeline: OperationPipeline;
   createContext: CreateContext;
@@ -65,7 +70,7 @@ export interface AppOptions {
  * its failure handler, which answers whatever its steps threw in that surface's shape.
  */
 export function createApp(options: AppOptions): Express {
-  const { apollo, pipeline, authenticator, rateLimits, createContext, metrics } = options;
+  const { pipeline, authenticator, rateLimits, createContext, metrics } = options;
   const app = express();
   app.disable('x-powered-by');
   // Every answer is no-store: an ETag would serve no cache, and cost a hash of each body.
@@ -87,19 +92,52 @@ export function createApp(options: AppOptions): Express {
   app.use(rateLimits.byAddress);
   if (metrics.endpoint) app.get('/metrics', metrics.endpoint);
 
-  // Endpoints are routes at their full path, never handlers mounted at one: a request is named in
-  // the metrics and the log after the route it matched (`request-end.ts`), whatever its spelling.
-  // Before the playground's router, which would answer an OPTIONS itself.
+  graphqlRoutes(app, options);
+
+  app.get('/openapi.json', (_request, response) => {
+    response.type('application/json').send(options.openApi);
+  });
+  app.use(
+    ...legacyEndpoints(options.restRoutes, inProcessRunner(pipeline, authenticator, createContext), {
+      afterAuthentication: [pipeline.admission.step('rest')],
+      basePath: options.restBasePath,
+    }),
+  );
+
+  app.use(noSuchPath, legacyFailures('error'));
+  return app;
+}
+
+/**
+ * `/graphql` and the Server-Sent Events door beside it. Endpoints are routes at their full path,
+ * never handlers mounted at one: a request is named in the metrics and the log after the route it
+ * matched (`request-end.ts`), whatever its spelling. Before the playground's router, which would
+ * answer an OPTIONS itself.
+ */
+function graphqlRoutes(app: Express, options: AppOptions): void {
+  const { apollo, pipeline, authenticator, createContext } = options;
   app.all('/graphql', graphqlMethods);
+  app.all(
+    SSE_PATH,
+    notStored,
+    requireCaller(authenticator),
+    pipeline.admission.step('sse'),
+    declaredBodyWithinLimit,
+    express.json({ limit: BODY_LIMIT_BYTES }),
+    options.httpStreams.sse.handle,
+    graphqlFailures,
+  );
   if (options.playground) app.use(playgroundRouter(options.playground));
   app.all(
     '/graphql',
     notStored,
     requireCaller(authenticator),
-    rateLimits.byCaller,
+    pipeline.admission.step((request) => (asksForMultipartSubscription(request) ? 'multipart' : 'graphql')),
     credentialedGetIsPreflighted,
     declaredBodyWithinLimit,
     express.json({ limit: BODY_LIMIT_BYTES }),
+    // Before the trusted-documents step, which would hand Apollo the text: the pipeline applies that rule itself.
+    options.httpStreams.multipart,
     trustedDocumentsStep(options.trustedDocuments),
     expressMiddleware(apollo, {
       context: async ({ req, res }) => {
@@ -113,19 +151,6 @@ export function createApp(options: AppOptions): Express {
   );
   // Failures thrown before the route (the per-address limit), in the same shape: Express skips routes once a step has failed.
   app.use('/graphql', graphqlFailures);
-
-  app.get('/openapi.json', (_request, response) => {
-    response.type('application/json').send(options.openApi);
-  });
-  app.use(
-    ...legacyEndpoints(options.restRoutes, inProcessRunner(pipeline, authenticator, createContext), {
-      afterAuthentication: [rateLimits.byCaller],
-      basePath: options.restBasePath,
-    }),
-  );
-
-  app.use(noSuchPath, legacyFailures('error'));
-  return app;
 }
 
 /**

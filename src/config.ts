@@ -44,10 +44,11 @@ export interface Config {
   /** On SIGTERM/SIGINT, how long `/readyz` answers 503 while requests are still served, before the port closes. */
   shutdownDelayMs: number;
   /**
-   * Subscriptions one caller may run at once, WebSockets one client address may hold open (per
-   * instance), and what the server may hold unsent for one WebSocket before it drops it.
+   * Subscriptions one caller may run at once (every transport), WebSockets one client address may
+   * hold open (per instance), and what the server may hold unsent for one subscription connection
+   * (a WebSocket, an event stream) before it drops it.
    */
-  subscriptionCaps: { subscriptionsPerCaller: number; websocketsPerAddress: number; bufferedBytesPerWebsocket: number };
+  subscriptionCaps: { subscriptionsPerCaller: number; websocketsPerAddress: number; bufferedBytesPerConnection: number };
   /** OpenTelemetry traces over OTLP/HTTP; absent (no endpoint, or the SDK disabled): nothing traced, nothing loaded. */
   tracing: TracingConfig | undefined;
 }
@@ -284,6 +285,19 @@ const TRACING_VARIABLES = [
   'OTEL_TRACES_SAMPLER',
   'OTEL_TRACES_SAMPLER_ARG',
 ] as const;
+/** The HTTP side's variables, which the gateway and the sidecar read alike (`httpSettings`). */
+const HTTP_VARIABLES = [
+  'PORT',
+  'HOST',
+  'NODE_ENV',
+  'LOG_LEVEL',
+  'METRICS_TOKEN',
+  'TRUST_PROXY',
+  'CORS_ORIGINS',
+  'REST_BASE_PATH',
+  'SHUTDOWN_DELAY_MS',
+  ...TRACING_VARIABLES,
+] as const;
 /** Every variable the service reads, for the check that `.env.example` lists them all. */
 export const VARIABLE_NAMES = Object.keys(VARIABLES) as VariableName[];
 
@@ -368,10 +382,9 @@ function isProduction(environment: NodeJS.ProcessEnv): boolean {
 /** The gateway's configuration: every variable. */
 export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config {
   const env = parseVariables(VARIABLE_NAMES, environment, crossVariableProblems(environment));
-  const production = env.NODE_ENV === 'production';
+  const http = httpSettings(env);
   return {
-    port: env.PORT,
-    host: env.HOST,
+    ...http,
     mongodbUri: env.MONGODB_URI,
     jwtSecret: env.JWT_SECRET,
     seedFile: env.SEED_FILE,
@@ -385,24 +398,34 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
       horizonMs: env.SETTLEMENT_HORIZON,
       backoffMaxMs: env.SETTLEMENT_BACKOFF_MAX_MS,
     },
-    production,
-    logLevel: env.LOG_LEVEL,
     rateLimit: env.RATE_LIMIT,
     rateLimitStore: env.RATE_LIMIT_STORE,
     responseMaxBytes: env.RESPONSE_MAX_BYTES,
-    metricsToken: env.METRICS_TOKEN,
     persistedDocuments:
       env.PERSISTED_DOCUMENTS === undefined ? undefined : { file: env.PERSISTED_DOCUMENTS, only: env.PERSISTED_DOCUMENTS_ONLY === 'true' },
-    trustProxy: parseTrustProxy(env.TRUST_PROXY),
-    playground: env.PLAYGROUND === undefined ? !production : env.PLAYGROUND === 'on',
-    corsOrigins: env.CORS_ORIGINS,
-    restBasePath: env.REST_BASE_PATH,
-    shutdownDelayMs: shutdownDelayMs(env.SHUTDOWN_DELAY_MS, production),
+    playground: env.PLAYGROUND === undefined ? !http.production : env.PLAYGROUND === 'on',
     subscriptionCaps: {
       subscriptionsPerCaller: env.SUBSCRIPTIONS_PER_CALLER,
       websocketsPerAddress: env.WEBSOCKETS_PER_ADDRESS,
-      bufferedBytesPerWebsocket: env.WEBSOCKET_MAX_BUFFERED_BYTES,
+      bufferedBytesPerConnection: env.WEBSOCKET_MAX_BUFFERED_BYTES,
     },
+  };
+}
+
+/** The HTTP side of the configuration, the same for the gateway and the sidecar. */
+function httpSettings(env: Variables<(typeof HTTP_VARIABLES)[number]>): SidecarConfig {
+  const production = env.NODE_ENV === 'production';
+  return {
+    port: env.PORT,
+    host: env.HOST,
+    production,
+    logLevel: env.LOG_LEVEL,
+    metricsToken: env.METRICS_TOKEN,
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
+    corsOrigins: env.CORS_ORIGINS,
+    restBasePath: env.REST_BASE_PATH,
+    // Production waits for load balancers to notice the stop; elsewhere nobody is waiting.
+    shutdownDelayMs: env.SHUTDOWN_DELAY_MS ?? (production ? 5_000 : 0),
     tracing: tracingConfig(env),
   };
 }
@@ -416,11 +439,6 @@ function tracingConfig(env: Variables<(typeof TRACING_VARIABLES)[number]>): Trac
     propagators: env.OTEL_PROPAGATORS,
     sampler: { name: env.OTEL_TRACES_SAMPLER, ratio: env.OTEL_TRACES_SAMPLER_ARG },
   };
-}
-
-/** Production waits for load balancers to notice the stop; elsewhere nobody is waiting. */
-function shutdownDelayMs(given: number | undefined, production: boolean): number {
-  return given ?? (production ? 5_000 : 0);
 }
 
 /** `npm run token`: only the signing secret. */
@@ -461,34 +479,10 @@ export function loadSidecarConfig(
   flags: { port?: string; host?: string } = {},
   environment: NodeJS.ProcessEnv = process.env,
 ): SidecarConfig {
-  const names = [
-    'PORT',
-    'HOST',
-    'NODE_ENV',
-    'LOG_LEVEL',
-    'METRICS_TOKEN',
-    'TRUST_PROXY',
-    'CORS_ORIGINS',
-    'REST_BASE_PATH',
-    'SHUTDOWN_DELAY_MS',
-    ...TRACING_VARIABLES,
-  ] as const;
-  const env = loadVariables(names, {
+  const env = loadVariables(HTTP_VARIABLES, {
     ...environment,
     ...(flags.port !== undefined && { PORT: flags.port }),
     ...(flags.host !== undefined && { HOST: flags.host }),
   });
-  const production = env.NODE_ENV === 'production';
-  return {
-    port: env.PORT,
-    host: env.HOST,
-    production,
-    logLevel: env.LOG_LEVEL,
-    metricsToken: env.METRICS_TOKEN,
-    trustProxy: parseTrustProxy(env.TRUST_PROXY),
-    corsOrigins: env.CORS_ORIGINS,
-    restBasePath: env.REST_BASE_PATH,
-    shutdownDelayMs: shutdownDelayMs(env.SHUTDOWN_DELAY_MS, production),
-    tracing: tracingConfig(env),
-  };
+  return httpSettings(env);
 }

@@ -21,36 +21,40 @@ import { buildIndexes, connectDatabase, type Database } from './db/database.js';
 import { withDatabaseName } from './db/uri.js';
 import { createApolloServer } from './graphql/apollo.js';
 import { buildSchema } from './graphql/schema.js';
-import { listen, type Scheduler, Shutdown } from './http/lifecycle.js';
+import { listen, Shutdown } from './http/lifecycle.js';
 import { createHttpServer } from './http/server.js';
+import { createHttpStreams } from './http-streams/index.js';
 import type { Logger } from './logger.js';
 import { createMetrics } from './observability/metrics.js';
-import { startTracing, type Tracing } from './observability/tracing.js';
+import { startTracing } from './observability/start-tracing.js';
+import type { Tracing } from './observability/tracing.js';
+import type { AdmissionCheck } from './operations/admission.js';
 import { OperationPipeline } from './operations/pipeline.js';
 import { ResponseBudget } from './operations/response-budget.js';
 import { openApiDocument } from './rest/openapi.js';
 import { prepareRoutes, restLayerDocuments } from './rest/prepared-routes.js';
 import type { RestRoute } from './rest/route.js';
 import { legacyRoutes } from './rest/routes.js';
-import { createRateLimits } from './security/rate-limit.js';
+import { createRateLimits, type RateLimits } from './security/rate-limit.js';
 import { TrustedDocuments } from './security/trusted-documents.js';
 import { DEMO_USER_ID, demoData } from './seed/demo-data.js';
 import { loadSeed, readSeedFile } from './seed/seed-file.js';
+import { Closers } from './shared/closers.js';
 import { createSubscriptions, type Subscriptions } from './subscriptions/index.js';
-import { startSubscriptionServer } from './subscriptions/websocket-server.js';
 import { packageVersion } from './version.js';
+import { startWebSocketDoor } from './websocket/websocket-server.js';
 
 const EMBEDDED_DATABASE_NAME = 'chat-gateway';
 
 export interface ServiceOptions {
   /** The legacy REST endpoints; `legacyRoutes` unless given. */
   restRoutes?: RestRoute[];
-  /** The time purchases are settled and credentials expire by; the system's unless a test moves it by hand. */
+  /** The time purchases are settled, credentials expire and the shutdown delay ends by; the system's unless a test moves it by hand. */
   clock?: Clock;
-  /** Times the shutdown delay; the system's timers unless a test moves time by hand. */
-  scheduler?: Scheduler;
   /** Apollo Server plugins of one's own, besides the gateway's (they see every `/graphql` request). */
   apolloPlugins?: ApolloServerPlugin<RequestContext>[];
+  /** Checks of one's own, run by every door after the per-caller rate limit (see `AdmissionChecks`). */
+  admissionChecks?: AdmissionCheck[];
 }
 
 export interface RunningService {
@@ -96,60 +100,60 @@ async function startPrivateEngine(): Promise<EmbeddedServer> {
   };
 }
 
-/** The composition root: configuration → database → domains → GraphQL → HTTP. */
+/**
+ * The composition root: configuration → database → domains → GraphQL → doors. Each resource's
+ * release is pushed on one stack of closers as soon as it is acquired; `stop()` and a start that
+ * fails half-way (a port in use) run the same closers, last in first out.
+ */
 export async function startService(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<RunningService> {
   // Trusted documents first: a bad PERSISTED_DOCUMENTS file stops the start before anything runs.
   const restRoutes = options.restRoutes ?? legacyRoutes;
   const trustedDocuments = await TrustedDocuments.load(config.persistedDocuments, restLayerDocuments(restRoutes));
-
-  // Traces (the SDK is loaded only with an OTLP endpoint), then the database: the real one, or the embedded engine in this process.
-  const tracing = await startTracing(config.tracing, { name: 'chat-gateway', version: packageVersion }, logger);
-  let embedded: EmbeddedServer | undefined;
-  let database: Database;
+  const closers = new Closers();
   try {
-    embedded = config.mongodbUri === undefined ? await startPrivateEngine() : undefined;
-    database = await connectDatabase(config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME), logger);
+    return await serve(config, logger, { ...options, restRoutes, trustedDocuments }, closers);
   } catch (error) {
-    await embedded?.close();
-    await tracing.shutdown();
-    throw error;
-  }
-  try {
-    tracing.traceDatabaseCommands(database.connection.getClient());
-    return await serve(config, logger, { ...options, restRoutes, trustedDocuments, tracing }, database, embedded);
-  } catch (error) {
-    // Nothing listens: what was opened is closed, so a refused start leaves nothing behind.
-    await database.close();
-    await embedded?.close();
-    await tracing.shutdown();
+    await closers
+      .close()
+      .catch((failure: unknown) => logger.warn({ err: failure }, 'a resource could not be released after a failed start'));
     throw error;
   }
 }
 
-type Started = ServiceOptions & { restRoutes: RestRoute[]; trustedDocuments: TrustedDocuments; tracing: Tracing };
+type Started = ServiceOptions & { restRoutes: RestRoute[]; trustedDocuments: TrustedDocuments };
 
 /** What the composition root has made so far, handed from one stage to the next. */
 interface Parts {
   config: Config;
   logger: Logger;
   options: Started;
+  tracing: Tracing;
   clock: Clock;
   database: Database;
   domains: Domains;
   subscriptions: Subscriptions;
   authenticator: Authenticator;
   demoToken: string | undefined;
+  closers: Closers;
 }
 
-async function serve(
-  config: Config,
-  logger: Logger,
-  options: Started,
-  database: Database,
-  embedded: EmbeddedServer | undefined,
-): Promise<RunningService> {
+/** Traces (the SDK is loaded only with an OTLP endpoint), then the database: the real one, or the embedded engine in this process. */
+async function openDatabase(config: Config, logger: Logger, closers: Closers) {
+  const tracing = await startTracing(config.tracing, { name: 'chat-gateway', version: packageVersion }, logger);
+  // Last to close, so that the spans of everything else are sent.
+  closers.push(() => tracing.shutdown());
+  const embedded = config.mongodbUri === undefined ? await startPrivateEngine() : undefined;
+  if (embedded !== undefined) closers.push(() => embedded.close());
+  const database = await connectDatabase(config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME), logger);
+  closers.push(() => database.close());
+  tracing.traceDatabaseCommands(database.connection.getClient());
+  return { tracing, embedded, database };
+}
+
+async function serve(config: Config, logger: Logger, options: Started, closers: Closers): Promise<RunningService> {
+  const { tracing, embedded, database } = await openDatabase(config, logger, closers);
   const clock = options.clock ?? systemClock;
-  const domains = createDomains(config, logger, database, clock, options.tracing);
+  const domains = createDomains(config, logger, database, clock, tracing);
   await buildIndexes(database.connection);
   const loadDemoData = await loadData(config, logger, domains, embedded !== undefined);
 
@@ -157,44 +161,38 @@ async function serve(
   // The demo user exists only in the demo data (CONTRACT §8): a seed file has users of its own.
   const demoToken = loadDemoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
   const authenticator = new Authenticator(tokenKey, domains.accounts.store, clock);
-  // Live updates: a change feed per collection, when the database has change streams.
+  // Live updates: a change feed per collection, when the database has change streams; closed before the database.
   const subscriptions = await createSubscriptions({
     connection: database.connection,
     accounts: domains.accounts.store,
     models: { users: domains.accounts.models.users, conversations: domains.conversations.models.conversations },
     logger,
   });
-  const parts: Parts = { config, logger, options, clock, database, domains, subscriptions, authenticator, demoToken };
+  closers.push(() => subscriptions.close());
+  const parts: Parts = { config, logger, options, tracing, clock, database, domains, subscriptions, authenticator, demoToken, closers };
   const graphql = await startGraphQL(parts);
-  const doors = await openDoors(parts, graphql);
+  // Settlements write to the database: they stop after the doors close, before the database does.
   const settlementSweep = domains.billing.official?.startSweep(config.settlement.intervalMs);
-
+  if (settlementSweep !== undefined) closers.push(() => settlementSweep.stop());
+  const url = await openDoors(parts, graphql);
   return {
-    url: doors.url,
+    url,
     database,
     domains,
     embeddedUri: embedded?.uri,
     demoToken,
     subscriptions: subscriptions.availability,
-    async stop() {
-      await doors.shutdown.begin();
-      // Sockets are told to go away (1001) while the HTTP server stops accepting and drains (see
-      // createApolloServer); then GraphQL stops, and the change streams close before the database.
-      await Promise.all([doors.subscriptionServer.close(), graphql.apollo.stop()]);
-      await subscriptions.close();
-      graphql.metrics.stop();
-      // Settlements write to the database: they finish (or are stopped) before it closes.
-      await settlementSweep?.stop();
-      await database.close();
-      await embedded?.close();
-      // Last, so that the spans of everything above are sent.
-      await options.tracing.shutdown();
-    },
+    stop: () => closers.close(),
   };
 }
 
 /** One schema and one operation pipeline for every door (/graphql, the REST layer, subscriptions), and Apollo Server over it. */
-async function startGraphQL({ config, logger, options, database, domains, subscriptions }: Parts) {
+async function startGraphQL({ config, logger, options, tracing, database, domains, subscriptions, closers }: Parts) {
+  const rateLimits = await createRateLimits({
+    requestsPerSecond: config.rateLimit,
+    sharedIn: config.rateLimitStore === 'mongo' ? database.connection.db : undefined,
+  });
+  const createContext = contextFactory(domains, subscriptions, config.responseMaxBytes);
   const schema = buildSchema([domains.conversations.resolvers, domains.billing.resolvers, subscriptions.resolvers]);
   const restRoutes = prepareRoutes(options.restRoutes, schema);
   const httpServer = createHttpServer();
@@ -205,29 +203,54 @@ async function startGraphQL({ config, logger, options, database, domains, subscr
     database,
     domainMetrics: [...(domains.billing.official?.metrics ?? []), ...subscriptions.metrics.all],
   });
+  closers.push(() => metrics.stop());
   const pipeline = new OperationPipeline({
     schema,
     production: config.production,
     metrics: metrics.graphql,
     logger,
-    tracer: options.tracing.operations,
+    tracer: tracing.operations,
+    admissionChecks: [perCallerRate(rateLimits), ...(options.admissionChecks ?? [])],
+    live: {
+      createContext,
+      documentOf: (reference) => options.trustedDocuments.documentFor(reference),
+      subscriptionsPerCaller: config.subscriptionCaps.subscriptionsPerCaller,
+      metrics: subscriptions.metrics,
+    },
   });
   const apollo = createApolloServer(pipeline, { production: config.production, httpServer, plugins: options.apolloPlugins });
   await apollo.start();
-  return { restRoutes, httpServer, metrics, pipeline, apollo };
+  // Stopping Apollo Server drains the HTTP server: no new connections, in-flight requests finished (bounded).
+  closers.push(() => apollo.stop());
+  return { restRoutes, httpServer, metrics, pipeline, apollo, rateLimits, createContext };
 }
 
-/** The HTTP app and the WebSocket server on the server Apollo Server drains when it stops, listening. */
-async function openDoors(parts: Parts, { restRoutes, httpServer, metrics, pipeline, apollo }: Awaited<ReturnType<typeof startGraphQL>>) {
-  const { config, logger, options, database, subscriptions, authenticator } = parts;
-  const createContext = contextFactory(parts.domains, subscriptions, config.responseMaxBytes);
-  const rateLimits = await createRateLimits({
-    requestsPerSecond: config.rateLimit,
-    sharedIn: config.rateLimitStore === 'mongo' ? database.connection.db : undefined,
+/** The first admission check: the caller's rate limit, one request (or subscribe message) counted. */
+function perCallerRate(rateLimits: RateLimits): AdmissionCheck {
+  return ({ caller }) => rateLimits.countCaller(caller.userId);
+}
+
+/**
+ * The doors on the server Apollo Server drains when it stops (the HTTP app, the HTTP subscription
+ * doors, the WebSocket door), listening. On stop, the shutdown delay comes first (`/readyz` says
+ * 503 while requests are still served), then subscriptions end (WebSockets closed with 1001,
+ * event streams completed), then Apollo Server drains the rest.
+ */
+async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startGraphQL>>): Promise<string> {
+  const { restRoutes, httpServer, metrics, pipeline, apollo, rateLimits, createContext } = graphql;
+  const { config, logger, options, tracing, database, subscriptions, authenticator, closers } = parts;
+  const shutdown = new Shutdown(config.shutdownDelayMs, parts.clock);
+  const httpStreams = createHttpStreams({
+    pipeline,
+    maxBufferedBytes: config.subscriptionCaps.bufferedBytesPerConnection,
+    clock: parts.clock,
+    metrics: subscriptions.metrics,
+    logger,
   });
-  const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
+  closers.push(() => httpStreams.close());
   const app = createApp({
     apollo,
+    httpStreams,
     pipeline,
     createContext,
     authenticator,
@@ -237,7 +260,7 @@ async function openDoors(parts: Parts, { restRoutes, httpServer, metrics, pipeli
     shutdown,
     metrics,
     logger,
-    activeSpanIds: options.tracing.activeSpanIds,
+    activeSpanIds: tracing.activeSpanIds,
     trustedDocuments: options.trustedDocuments,
     openApi: JSON.stringify(openApiDocument(options.restRoutes, packageVersion, config.restBasePath)),
     readinessDetails: subscriptions.metrics.counts,
@@ -247,27 +270,30 @@ async function openDoors(parts: Parts, { restRoutes, httpServer, metrics, pipeli
     // The playground offers the printed demo token, except in production.
     playground: config.playground ? { demoToken: config.production ? undefined : parts.demoToken } : undefined,
   });
-  httpServer.on('request', options.tracing.serveRequests(app));
+  httpServer.on('request', tracing.serveRequests(app));
   // Subscriptions: WebSockets upgraded from the same server, on /graphql too.
-  const subscriptionServer = startSubscriptionServer({
+  const websocketDoor = startWebSocketDoor({
     httpServer,
     pipeline,
     authenticator,
-    createContext,
     rateLimits,
     logger,
     clock: parts.clock,
-    messagesPerSecond: config.rateLimit,
-    documentOf: (reference) => options.trustedDocuments.documentFor(reference),
-    caps: config.subscriptionCaps,
+    limits: {
+      websocketsPerAddress: config.subscriptionCaps.websocketsPerAddress,
+      bufferedBytesPerConnection: config.subscriptionCaps.bufferedBytesPerConnection,
+      messagesPerSecond: config.rateLimit,
+    },
     clientAddress: (request) => proxyAddress(request, app.get('trust proxy fn')),
     corsOrigins: config.corsOrigins,
     metrics: subscriptions.metrics,
   });
+  closers.push(() => websocketDoor.close());
   await listen(httpServer, config.port, config.host);
+  closers.push(() => shutdown.begin());
   const { port } = httpServer.address() as AddressInfo;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  return { url: `http://${host}:${port}`, shutdown, subscriptionServer };
+  return `http://${host}:${port}`;
 }
 
 /** Each domain's factory, bound to the database: stores, a service per caller, resolvers. */

@@ -1,16 +1,6 @@
 import type { Server, ServerResponse } from 'node:http';
 
-/** Runs a callback after a delay; tests pass one they move by hand. */
-export interface Scheduler {
-  schedule(callback: () => unknown, delayMs: number): () => void;
-}
-
-export const systemScheduler: Scheduler = {
-  schedule(callback, delayMs) {
-    const timer = setTimeout(callback, delayMs);
-    return () => clearTimeout(timer);
-  },
-};
+import { type Clock, systemClock } from '../clock.js';
 
 /** Busy connections still open this long after a drain began are cut (by `drainable` and by Apollo Server's drain alike). */
 export const DRAIN_GRACE_MS = 10_000;
@@ -25,13 +15,15 @@ export class Shutdown {
 
   constructor(
     private readonly delayMs: number,
-    private readonly scheduler: Scheduler = systemScheduler,
+    /** Times the delay; tests pass one they move by hand. */
+    private readonly clock: Pick<Clock, 'schedule'> = systemClock,
   ) {}
 
-  /** Turns readiness off and resolves once the delay is over. */
+  /** Turns readiness off and resolves once the delay is over (the server, still listening, keeps the process alive meanwhile). */
   async begin(): Promise<void> {
     this.stopping = true;
-    await new Promise<void>((resolve) => this.scheduler.schedule(resolve, this.delayMs));
+    // No delay, nothing to wait for: a clock a test moves by hand is not asked to.
+    if (this.delayMs > 0) await new Promise<void>((resolve) => this.clock.schedule(resolve, this.delayMs));
   }
 }
 

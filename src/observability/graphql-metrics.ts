@@ -1,6 +1,6 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
 
-import type { ExecutorKind } from '../operations/execution.js';
+import type { ExecutorKind } from './labels.js';
 import { childrenPerLabelSet } from './metric-children.js';
 import { OperationNameLabels } from './request-labels.js';
 

@@ -2,9 +2,7 @@ import type { RequestListener } from 'node:http';
 
 import type { MongoClient } from 'mongodb';
 
-import type { TracingConfig } from '../config.js';
-import type { Logger } from '../logger.js';
-import type { Door } from '../operations/observer.js';
+import type { Door } from './labels.js';
 
 /**
  * Traces (CONTRACT §8): what the rest of the service asks of them, with nothing of OpenTelemetry
@@ -81,15 +79,4 @@ export const NO_TRACING: Tracing = {
 export interface TracedService {
   name: string;
   version: string;
-}
-
-/**
- * Traces as configured: `NO_TRACING` without an endpoint; with one, the OpenTelemetry SDK, loaded
- * only then (its own troubles are logged as warnings). One traced service per process: the SDK
- * registers itself globally.
- */
-export async function startTracing(config: TracingConfig | undefined, service: TracedService, logger: Logger): Promise<Tracing> {
-  if (config === undefined) return NO_TRACING;
-  const { openTelemetryTracing } = await import('./open-telemetry.js');
-  return openTelemetryTracing(config, service, logger);
 }

@@ -5,9 +5,6 @@ import { LRUCache } from 'lru-cache';
 import type { RequestContext } from '../context.js';
 import { withFailureKinds } from '../errors.js';
 
-/** Which code ran an operation: graphql-jit's compiled JavaScript, or graphql-js interpreting the document. */
-export type ExecutorKind = 'compiled' | 'graphql-js';
-
 /** One operation of a valid document, ready to run for one request (or one subscription event). */
 export interface ExecutionRequest {
   document: DocumentNode;

@@ -3,12 +3,9 @@ import type { GraphQLError, OperationDefinitionNode } from 'graphql';
 import { codeOf, INTERNAL_CODE } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { type GraphQLMetrics, type OperationLabels, UNRESOLVED_OPERATION } from '../observability/graphql-metrics.js';
+import type { Door, ExecutorKind } from '../observability/labels.js';
 import { boundedOperationName } from '../observability/request-labels.js';
 import { NO_TRACING, type OperationTracer } from '../observability/tracing.js';
-import type { ExecutorKind } from './execution.js';
-
-/** Where an operation came in. */
-export type Door = 'graphql' | 'rest' | 'websocket';
 
 /**
  * One operation as it goes through the pipeline: started by its door, told which operation it

@@ -12,11 +12,20 @@ import { badRequest, failureOf } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { GraphQLMetrics } from '../observability/graphql-metrics.js';
 import type { OperationTracer } from '../observability/tracing.js';
+import { type AdmissionCheck, AdmissionChecks } from './admission.js';
 import { Documents } from './documents.js';
 import { Execution } from './execution.js';
 import { ErrorFormat } from './format.js';
 import { checkOperationCost } from './limits.js';
 import { type Observation, OperationObserver } from './observer.js';
+import {
+  type LiveOptions,
+  type LiveResults,
+  LiveSubscriptions,
+  type Refusal,
+  type Subscriber,
+  type SubscribeRequest,
+} from './subscriptions.js';
 
 /** An operation as a door hands it over: a document's text, which of its operations, with what variables. */
 export interface OperationRequest {
@@ -42,6 +51,10 @@ export interface PipelineOptions {
   logger: Logger;
   /** A span per operation; none unless given. */
   tracer?: OperationTracer;
+  /** The admission sequence every door runs once its caller is known (the per-caller rate limit first). */
+  admissionChecks: readonly AdmissionCheck[];
+  /** What subscriptions need besides the stages: contexts, the trusted-documents rule, the per-caller cap, their metrics. */
+  live: LiveOptions;
 }
 
 /**
@@ -51,9 +64,11 @@ export interface PipelineOptions {
  * once, one bounded cache), *format* (errors in a GraphQL answer) and *observe* (metrics, logs,
  * a span per operation).
  *
- * `/graphql` reaches these stages through Apollo Server's own extension points (its document
+ * Before any of them, every door runs the one admission sequence (`admission`) once it knows the
+ * caller. `/graphql` reaches the stages through Apollo Server's own extension points (its document
  * store, validation rules, executor, `formatError` and a plugin: `graphql/apollo.ts`); the REST
- * table calls `run`, and the WebSocket server `check` and `execution`, in this process.
+ * table calls `run`; the subscription doors (WebSocket, Server-Sent Events, multipart HTTP) call
+ * `subscribe` and write what it yields.
  */
 export class OperationPipeline {
   readonly schema: GraphQLSchema;
@@ -61,6 +76,8 @@ export class OperationPipeline {
   readonly execution: Execution;
   readonly format: ErrorFormat;
   readonly observer: OperationObserver;
+  readonly admission: AdmissionChecks;
+  private readonly live: LiveSubscriptions;
 
   constructor(options: PipelineOptions) {
     this.schema = options.schema;
@@ -68,6 +85,8 @@ export class OperationPipeline {
     this.execution = new Execution(options.schema);
     this.format = new ErrorFormat(options.production);
     this.observer = new OperationObserver(options.metrics, options.logger, options.tracer);
+    this.admission = new AdmissionChecks(options.admissionChecks);
+    this.live = new LiveSubscriptions(this, options.live);
   }
 
   /**
@@ -99,5 +118,27 @@ export class OperationPipeline {
     const result = await this.execution.execute({ ...checked, context, variables: request.variables ?? undefined, known: request.known });
     observation.finished(result.errors);
     return result;
+  }
+
+  /**
+   * A subscription, for a subscriber the door has admitted: its answers, formatted, until the door
+   * calls `return()`; or the errors refusing it before anything ran.
+   */
+  subscribe(request: SubscribeRequest, subscriber: Subscriber): Promise<LiveResults | Refusal> {
+    return this.live.subscribe(request, subscriber);
+  }
+
+  /**
+   * Whether `request` names a valid subscription (by text, or by a trusted id the rule accepts):
+   * for a door that shares its route with queries and mutations. Anything else, invalid documents
+   * included, is left to the route's other door, which answers it.
+   */
+  isSubscription(request: SubscribeRequest): boolean {
+    return this.live.isSubscription(request);
+  }
+
+  /** The errors refusing a subscription for `error` (thrown by the admission sequence), formatted. */
+  refusal(error: unknown, requestId: string): Refusal {
+    return { refused: this.format.render([failureOf(error)], requestId) };
   }
 }

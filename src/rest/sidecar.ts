@@ -2,16 +2,18 @@ import type { AddressInfo } from 'node:net';
 
 import express, { type Express } from 'express';
 
+import type { Clock } from '../clock.js';
 import type { SidecarConfig } from '../config.js';
 import { buildSchema } from '../graphql/schema.js';
 import { legacyFailures, noSuchPath } from '../http/failures.js';
 import { healthRoutes } from '../http/health.js';
-import { drainable, listen, type Scheduler, Shutdown } from '../http/lifecycle.js';
+import { drainable, listen, Shutdown } from '../http/lifecycle.js';
 import { createHttpServer } from '../http/server.js';
 import type { Logger } from '../logger.js';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.js';
 import { requestLogging } from '../observability/request-log.js';
-import { startTracing, type Tracing } from '../observability/tracing.js';
+import { startTracing } from '../observability/start-tracing.js';
+import type { Tracing } from '../observability/tracing.js';
 import { crossOrigin } from '../security/cross-origin.js';
 import { securityHeaders } from '../security/http-headers.js';
 import { packageVersion } from '../version.js';
@@ -28,8 +30,8 @@ export interface SidecarOptions {
   /** How long to wait for the upstream before answering 503. */
   timeoutMs: number;
   logger: Logger;
-  /** Times the shutdown delay; the system's timers unless a test moves time by hand. */
-  scheduler?: Scheduler;
+  /** Times the shutdown delay; the system's unless a test moves time by hand. */
+  clock?: Clock;
 }
 
 export interface RunningSidecar {
@@ -46,7 +48,7 @@ export interface RunningSidecar {
 export async function startSidecar(options: SidecarOptions): Promise<RunningSidecar> {
   const { config, upstream, timeoutMs } = options;
   await probeUpstream(upstream, timeoutMs);
-  const shutdown = new Shutdown(config.shutdownDelayMs, options.scheduler);
+  const shutdown = new Shutdown(config.shutdownDelayMs, options.clock);
   const metrics = createMetrics({ token: config.metricsToken, production: config.production });
   // Each request a span, whose call upstream carries its `traceparent`: the gateway's spans join the same trace.
   const tracing = await startTracing(config.tracing, { name: 'chat-gateway-sidecar', version: packageVersion }, options.logger);

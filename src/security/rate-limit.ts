@@ -3,7 +3,6 @@ import ipaddr from 'ipaddr.js';
 import type { Db } from 'mongodb';
 import { BurstyRateLimiter, RateLimiterMemory, RateLimiterMongo, RateLimiterRes } from 'rate-limiter-flexible';
 
-import { callerOf } from '../auth/require-caller.js';
 import type { Clock } from '../clock.js';
 import { rateLimited } from '../errors.js';
 
@@ -22,10 +21,9 @@ const COUNTERS_COLLECTION = 'rateLimits';
 export interface RateLimits {
   /** Before authentication: counts every request against its client address (an IPv6 one by its /64). */
   byAddress: RequestHandler;
-  /** After authentication: counts the request against its caller. */
-  byCaller: RequestHandler;
-  /** The same counts outside Express (WebSocket upgrades, subscribe messages); each throws the rate-limited failure. */
+  /** The same count outside Express (WebSocket upgrades); throws the rate-limited failure. */
   countAddress(address: string | undefined): Promise<void>;
+  /** After authentication, one request or subscribe message of the caller (the first check of the pipeline's admission sequence). */
   countCaller(userId: number): Promise<void>;
 }
 
@@ -49,7 +47,7 @@ export async function createRateLimits(options: RateLimitOptions): Promise<RateL
   const { requestsPerSecond, sharedIn } = options;
   if (requestsPerSecond === 0) {
     const pass: RequestHandler = (_request, _response, next) => next();
-    return { byAddress: pass, byCaller: pass, countAddress: async () => {}, countCaller: async () => {} };
+    return { byAddress: pass, countAddress: async () => {}, countCaller: async () => {} };
   }
   const perCaller = new Limiter('caller', requestsPerSecond, sharedIn);
   const perAddress = new Limiter('address', requestsPerSecond * ADDRESS_FACTOR);
@@ -60,10 +58,6 @@ export async function createRateLimits(options: RateLimitOptions): Promise<RateL
   return {
     async byAddress(request, _response, next) {
       await countAddress(request.ip);
-      next();
-    },
-    async byCaller(_request, response, next) {
-      await countCaller(callerOf(response).userId);
       next();
     },
     countAddress,

@@ -5,11 +5,11 @@ import type { UserModel } from '../accounts/user.model.js';
 import type { Caller } from '../auth/authenticator.js';
 import type { ConversationModel } from '../conversations/conversation.model.js';
 import type { Logger } from '../logger.js';
+import { subscriptionMetrics } from '../observability/subscription-metrics.js';
 import { balanceFeed } from './balance-updates.js';
 import { conversationFeed, enablePreImages } from './conversation-events.js';
 import { subscriptionResolvers } from './subscription.resolvers.js';
 import { type Feeds, SubscriptionService } from './subscription.service.js';
-import { subscriptionMetrics } from './subscription-metrics.js';
 
 export interface SubscriptionsOptions {
   connection: Connection;
@@ -46,7 +46,7 @@ export async function createSubscriptions({ connection, accounts, models, logger
     /** Whether subscriptions are served here, and if not, why. */
     availability: feeds.available ? ({ available: true } as const) : ({ available: false, reason: feeds.reason } as const),
     resolvers: subscriptionResolvers,
-    /** Sockets, subscriptions, events and change streams: counted here, registered by the gateway's metrics. */
+    /** Connections, subscriptions, events and change streams: counted here, registered by the gateway's metrics. */
     metrics,
     forCaller: (caller: Caller) => new SubscriptionService(feeds, accounts, caller.userId),
     /** Closes the change streams; subscribers get nothing more. */

@@ -59,19 +59,38 @@ describe('the benchmark report', () => {
     expect(json.spread.rest_load.server_cpu_us_per_round).toEqual([150, 170]);
   });
 
-  it('holds live updates to a 10 ms p99 for one user with 1 000 subscribers and to 10 KB per idle socket', () => {
+  it('holds live updates to a 10 ms p99 for one user with 1 000 subscribers and to 10 KB per idle connection, on each transport', () => {
     const latency = { subscribers: 1000, writes: 100, events: 100_000, p50_ms: 4, p99_ms: 12, max_ms: 15 };
     const idle = { sockets: 5000, rss_mb_before: 100, rss_mb_after: 140, rss_kb_per_socket: 8.2, heap_kb_per_socket: 6 };
     const live: SubscriptionReport = {
-      idle: { gateway: idle, floor: { ...idle, rss_kb_per_socket: 12 } },
+      idle: {
+        gateway: idle,
+        gateway_sse: { ...idle, rss_kb_per_socket: 11 },
+        gateway_multipart: idle,
+        floor: { ...idle, rss_kb_per_socket: 12 },
+      },
       latency: {
-        one_user: { gateway: latency, floor: { ...latency, p99_ms: 3 } },
-        many_users: { gateway: { ...latency, p99_ms: 2 }, floor: { ...latency, p99_ms: 1 } },
+        one_user: {
+          gateway: latency,
+          gateway_sse: { ...latency, p99_ms: 9 },
+          gateway_multipart: latency,
+          floor: { ...latency, p99_ms: 3 },
+        },
+        many_users: {
+          gateway: { ...latency, p99_ms: 2 },
+          gateway_sse: { ...latency, p99_ms: 2 },
+          gateway_multipart: { ...latency, p99_ms: 2 },
+          floor: { ...latency, p99_ms: 1 },
+        },
       },
     };
     expect(subscriptionTargets(live).map(({ name, met }) => [name, met])).toEqual([
-      ['write to event p99, 1000 subscribers of one user (ms)', false],
-      ['RSS per idle subscribed socket (KB)', true],
+      ['WebSocket: write to event p99, 1000 subscribers of one user (ms)', false],
+      ['WebSocket: RSS per idle subscribed connection (KB)', true],
+      ['SSE: write to event p99, 1000 subscribers of one user (ms)', true],
+      ['SSE: RSS per idle subscribed connection (KB)', false],
+      ['multipart: write to event p99, 1000 subscribers of one user (ms)', false],
+      ['multipart: RSS per idle subscribed connection (KB)', true],
     ]);
   });
 });

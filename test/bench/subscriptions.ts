@@ -5,18 +5,20 @@ import { MongoClient } from 'mongodb';
 
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { sample } from '../support/metrics.js';
-import { connectAs, type Operation, type TestSocket } from '../support/websocket.js';
+import { connectAs, type OperationMessage, type TestSocket } from '../support/websocket.js';
+import { failures, type HttpSubscriber, subscribeOverHttp } from './http-subscribers.js';
 import { type Child, freePort, startGateway, startPeer, waitForHttp, waitForOutput } from './processes.js';
 import { atMost, formatTarget, type Target } from './report.js';
 
 /**
- * The subscriptions scenario: a gateway of its own (caps raised: every socket comes from this
- * one address) and the WebSocket floor (`servers/websocket-floor.ts`: `ws` and the driver's change
- * stream alone), fed by the same database server as the rest of the benchmark. Each figure is
- * measured on both, the floor showing what this machine's sockets cost by themselves.
+ * The subscriptions scenario: a gateway process for each of its three transports (WebSocket,
+ * Server-Sent Events, multipart HTTP; caps raised: every connection comes from this one
+ * address), and the WebSocket floor (`servers/websocket-floor.ts`: `ws` and the driver's
+ * change stream alone), fed by the same database server as the rest of the benchmark. Each figure
+ * is measured on all four, the floor showing what this machine's sockets cost by themselves.
  *
- * - idle: `idleSockets` authenticated sockets, each with one subscription (five per user), and
- *   what they cost the server: RSS and V8 heap, per socket.
+ * - idle: `idleSockets` authenticated connections, each with one subscription (five per user), and
+ *   what they cost the server: RSS and V8 heap, per connection.
  * - latency: from the start of a balance write (straight to the database, as any writer) to the
  *   `quota` event at each subscriber, with 1 000 subscribers of one user (every write reaches all
  *   of them) and 1 000 subscribers of 1 000 users (each write reaches one). The gateway's and the
@@ -27,7 +29,15 @@ export interface SubscriptionReport {
   latency: Record<'one_user' | 'many_users', Record<LiveServerName, LatencyFigures>>;
 }
 
-type LiveServerName = 'gateway' | 'floor';
+/** The gateway over each transport (`gateway` is its WebSocket), and the WebSocket floor. */
+type LiveServerName = 'gateway' | 'gateway_sse' | 'gateway_multipart' | 'floor';
+const LIVE_SERVERS: readonly LiveServerName[] = ['gateway', 'gateway_sse', 'gateway_multipart', 'floor'];
+
+/** One subscriber, whatever its transport. */
+interface Subscriber {
+  next(timeoutMs?: number): Promise<OperationMessage>;
+  nextTimed(timeoutMs?: number): Promise<{ message: OperationMessage; receivedAt: number }>;
+}
 interface IdleFigures {
   sockets: number;
   rss_mb_before: number;
@@ -44,13 +54,14 @@ interface LatencyFigures {
   max_ms: number;
 }
 
-/** A server the scenario measures: where it listens, its process, and its heap in use. */
+/** A server the scenario measures: where it listens, its process, its heap in use, and how it is subscribed to. */
 interface LiveServer {
   base: string;
   child: Child;
   heapUsed(): Promise<number>;
   /** Its users are `userOffset + 1` to `userOffset + USERS`. */
   userOffset: number;
+  transport: 'websocket' | 'sse' | 'multipart';
 }
 
 const USERS = 1_000;
@@ -70,71 +81,88 @@ export async function measureSubscriptions(
   const client = await MongoClient.connect(databaseUri);
   const users = client.db().collection('users');
   await users.insertMany(
-    Array.from({ length: 2 * USERS }, (_, index) => ({
+    Array.from({ length: LIVE_SERVERS.length * USERS }, (_, index) => ({
       id: index + 1,
       username: `live-${index + 1}`,
       balanceMicros: 0,
       lastConversationId: 0,
     })),
   );
-  const gatewayPort = await freePort();
   const floorPort = await freePort();
-  const gatewayChild = startGateway(
-    'subscriptions gateway',
-    { port: gatewayPort, uri: databaseUri, jwtSecret, nodeOptions: options.nodeOptions('subscriptions') },
-    { METRICS_TOKEN, SUBSCRIPTIONS_PER_CALLER: '1000000', WEBSOCKETS_PER_ADDRESS: '1000000' },
-  );
+  /** A gateway process for each transport, so that one transport's memory is never measured on another's. */
+  const gatewayOver = async (transport: LiveServer['transport'], userOffset: number): Promise<LiveServer> => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const child = startGateway(
+      `subscriptions gateway (${transport})`,
+      { port, uri: databaseUri, jwtSecret, nodeOptions: options.nodeOptions(`subscriptions-${transport}`) },
+      { METRICS_TOKEN, SUBSCRIPTIONS_PER_CALLER: '1000000', WEBSOCKETS_PER_ADDRESS: '1000000' },
+    );
+    children.push(child);
+    const metrics = async () => (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+    return { base, child, userOffset, transport, heapUsed: async () => sample(await metrics(), 'nodejs_heap_size_used_bytes') };
+  };
+  const children: Child[] = [];
   const floorChild = startPeer('websocket_floor', {
     port: floorPort,
     uri: databaseUri,
     jwtSecret,
     nodeOptions: options.nodeOptions('websocket_floor'),
   });
-  const gatewayBase = `http://127.0.0.1:${gatewayPort}`;
+  children.push(floorChild);
   const floorBase = `http://127.0.0.1:${floorPort}`;
   const servers: Record<LiveServerName, LiveServer> = {
-    gateway: {
-      base: gatewayBase,
-      child: gatewayChild,
-      userOffset: 0,
-      heapUsed: async () =>
-        sample(
-          await (await fetch(`${gatewayBase}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text(),
-          'nodejs_heap_size_used_bytes',
-        ),
-    },
+    gateway: await gatewayOver('websocket', 0),
+    gateway_sse: await gatewayOver('sse', USERS),
+    gateway_multipart: await gatewayOver('multipart', 2 * USERS),
     floor: {
       base: floorBase,
       child: floorChild,
-      userOffset: USERS,
+      userOffset: 3 * USERS,
+      transport: 'websocket',
       heapUsed: async () => ((await (await fetch(`${floorBase}/readyz`)).json()) as { heapUsed: number }).heapUsed,
     },
   };
-  const names = Object.keys(servers) as LiveServerName[];
+  const names = LIVE_SERVERS;
   const sockets: TestSocket[] = [];
+  const streams: HttpSubscriber[] = [];
   try {
-    await waitForHttp(gatewayChild, `${gatewayBase}/healthz`);
+    for (const name of ['gateway', 'gateway_sse', 'gateway_multipart'] as const) {
+      await waitForHttp(servers[name].child, `${servers[name].base}/healthz`);
+    }
     await waitForOutput(floorChild, /listening/);
-    const tokens = await Promise.all(Array.from({ length: 2 * USERS }, (_, index) => signAccessToken(secretKey(jwtSecret), index + 1)));
-    /** Opens `count` sockets to `server`, one subscription each; `userOf` numbers the server's users from 1. */
+    const tokens = await Promise.all(
+      Array.from({ length: LIVE_SERVERS.length * USERS }, (_, index) => signAccessToken(secretKey(jwtSecret), index + 1)),
+    );
+    const subscribe = async (server: LiveServer, authorization: string, query: string): Promise<Subscriber> => {
+      if (server.transport !== 'websocket') {
+        const stream = await subscribeOverHttp(server.base, server.transport, authorization, query);
+        streams.push(stream);
+        return stream;
+      }
+      const socket = await connectAs(server.base, authorization);
+      sockets.push(socket);
+      return socket.subscribe(query);
+    };
+    /** Opens `count` connections to `server`, one subscription each; `userOf` numbers the server's users from 1. */
     const open = async (server: LiveServer, count: number, userOf: (index: number) => number, query: string) => {
-      const operations: Operation[] = [];
+      const running = await subscriptionsOn(server.base);
+      const operations: Subscriber[] = [];
       for (let at = 0; at < count; at += OPENING_IN_PARALLEL) {
         const batch = await Promise.all(
-          Array.from({ length: Math.min(OPENING_IN_PARALLEL, count - at) }, async (_, offset) => {
-            const socket = await connectAs(server.base, `Bearer ${tokens[server.userOffset + userOf(at + offset) - 1]}`);
-            sockets.push(socket);
-            return socket.subscribe(query);
-          }),
+          Array.from({ length: Math.min(OPENING_IN_PARALLEL, count - at) }, (_, offset) =>
+            subscribe(server, `Bearer ${tokens[server.userOffset + userOf(at + offset) - 1]}`, query),
+          ),
         );
         operations.push(...batch);
       }
-      await untilRunning(server.base, count);
+      await untilRunning(server.base, running + count);
       return operations;
     };
     const closeAll = async () => {
+      for (const stream of streams.splice(0)) stream.close();
       await Promise.all(sockets.splice(0).map((socket) => socket.close()));
-      for (const name of names) await untilRunning(servers[name].base, 0);
+      for (const base of new Set(names.map((name) => servers[name].base))) await untilRunning(base, 0);
     };
 
     const idle = {} as SubscriptionReport['idle'];
@@ -159,12 +187,12 @@ export async function measureSubscriptions(
 
     /** Each write waits for its events before the next one; the servers' writes alternate. */
     const measure = async (
-      subscribers: Record<LiveServerName, Operation[]>,
+      subscribers: Record<LiveServerName, Subscriber[]>,
       writes: number,
       userOfWrite: (write: number) => number,
-      readersOf: (name: LiveServerName, user: number) => Operation[],
+      readersOf: (name: LiveServerName, user: number) => Subscriber[],
     ) => {
-      const delays: Record<LiveServerName, number[]> = { gateway: [], floor: [] };
+      const delays = Object.fromEntries(names.map((name) => [name, [] as number[]])) as Record<LiveServerName, number[]>;
       for (const name of names) for (const subscriber of subscribers[name]) await subscriber.next(30_000);
       for (let write = 0; write < writes; write++) {
         for (const name of names) {
@@ -175,17 +203,20 @@ export async function measureSubscriptions(
           for (const { receivedAt } of arrivals) delays[name].push(receivedAt - started);
         }
       }
-      return {
-        gateway: summarize(subscribers.gateway.length, writes, delays.gateway),
-        floor: summarize(subscribers.floor.length, writes, delays.floor),
-      };
+      return Object.fromEntries(names.map((name) => [name, summarize(subscribers[name].length, writes, delays[name])])) as Record<
+        LiveServerName,
+        LatencyFigures
+      >;
+    };
+    /** `count` subscribers on every server, opened one server after the other. */
+    const openOnEach = async (count: number, userOf: (index: number) => number) => {
+      const opened = {} as Record<LiveServerName, Subscriber[]>;
+      for (const name of names) opened[name] = await open(servers[name], count, userOf, QUOTA_QUERY);
+      return opened;
     };
 
     log(`latency: ${SUBSCRIBERS} subscribers of one user, ${options.writes} writes each`);
-    const ofOne = {
-      gateway: await open(servers.gateway, SUBSCRIBERS, () => 1, QUOTA_QUERY),
-      floor: await open(servers.floor, SUBSCRIBERS, () => 1, QUOTA_QUERY),
-    };
+    const ofOne = await openOnEach(SUBSCRIBERS, () => 1);
     const oneUser = await measure(
       ofOne,
       options.writes,
@@ -195,10 +226,7 @@ export async function measureSubscriptions(
     await closeAll();
 
     log(`latency: ${SUBSCRIBERS} subscribers of ${USERS} users, ${USERS} writes each`);
-    const ofMany = {
-      gateway: await open(servers.gateway, SUBSCRIBERS, (index) => index + 1, QUOTA_QUERY),
-      floor: await open(servers.floor, SUBSCRIBERS, (index) => index + 1, QUOTA_QUERY),
-    };
+    const ofMany = await openOnEach(SUBSCRIBERS, (index) => index + 1);
     const manyUsers = await measure(
       ofMany,
       USERS,
@@ -209,20 +237,26 @@ export async function measureSubscriptions(
 
     return { idle, latency: { one_user: oneUser, many_users: manyUsers } };
   } finally {
+    for (const stream of streams) stream.close();
     for (const socket of sockets) socket.socket.terminate();
-    await Promise.all([gatewayChild.stop(), floorChild.stop()]);
+    await Promise.all(children.map((child) => child.stop()));
     await client.db().dropDatabase();
     await client.close();
   }
 }
 
+/** The running subscriptions the server's /readyz counts. */
+async function subscriptionsOn(base: string): Promise<number> {
+  return ((await (await fetch(`${base}/readyz`)).json()) as { subscriptions: number }).subscriptions;
+}
+
 /** Waits until the server's /readyz counts `count` running subscriptions. */
 async function untilRunning(base: string, count: number): Promise<void> {
   for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(100)) {
-    const readiness = (await (await fetch(`${base}/readyz`)).json()) as { subscriptions: number };
-    if (readiness.subscriptions === count) return;
+    if ((await subscriptionsOn(base)) === count) return;
   }
-  throw new Error(`${base} did not reach ${count} running subscriptions`);
+  const failed = failures.length === 0 ? '' : `; ${failures.length} HTTP subscriptions failed, first: ${failures[0]}`;
+  throw new Error(`${base} did not reach ${count} running subscriptions (it runs ${await subscriptionsOn(base)})${failed}`);
 }
 
 /** RSS and V8 heap in use, as medians of samples over a few seconds once the server is idle. */
@@ -256,32 +290,40 @@ function middle(values: number[]): number {
  */
 export function subscriptionTargets(report: SubscriptionReport): Target[] {
   const { one_user } = report.latency;
-  return [
-    atMost(`write to event p99, ${one_user.gateway.subscribers} subscribers of one user (ms)`, one_user.gateway.p99_ms, 10),
-    atMost('RSS per idle subscribed socket (KB)', report.idle.gateway.rss_kb_per_socket, 10),
-  ];
+  return GATEWAY_TRANSPORTS.flatMap(([name, label]) => [
+    atMost(`${label}: write to event p99, ${one_user[name].subscribers} subscribers of one user (ms)`, one_user[name].p99_ms, 10),
+    atMost(`${label}: RSS per idle subscribed connection (KB)`, report.idle[name].rss_kb_per_socket, 10),
+  ]);
 }
+
+/** The gateway's transports, as the report names them. */
+const GATEWAY_TRANSPORTS: readonly [LiveServerName, string][] = [
+  ['gateway', 'WebSocket'],
+  ['gateway_sse', 'SSE'],
+  ['gateway_multipart', 'multipart'],
+];
 
 export function formatSubscriptionReport(report: SubscriptionReport): string {
   const { idle, latency } = report;
   const idleRow = (name: LiveServerName) => {
     const figures = idle[name];
     return (
-      `  ${name.padEnd(8)} ${figures.sockets} idle authenticated subscriptions: RSS ${figures.rss_mb_before.toFixed(0)} → ` +
-      `${figures.rss_mb_after.toFixed(0)} MB, ${figures.rss_kb_per_socket.toFixed(1)} KB RSS and ${figures.heap_kb_per_socket.toFixed(1)} KB of heap per socket`
+      `  ${name.padEnd(18)} ${figures.sockets} idle authenticated subscriptions: RSS ${figures.rss_mb_before.toFixed(0)} → ` +
+      `${figures.rss_mb_after.toFixed(0)} MB, ${figures.rss_kb_per_socket.toFixed(1)} KB RSS and ${figures.heap_kb_per_socket.toFixed(1)} KB of heap per connection`
     );
   };
   const latencyRow = (name: string, figures: LatencyFigures) =>
-    `  ${name.padEnd(44)} ${String(figures.events).padStart(7)} events   p50 ${figures.p50_ms.toFixed(2)} ms   p99 ${figures.p99_ms.toFixed(2)} ms   max ${figures.max_ms.toFixed(1)} ms`;
+    `  ${name.padEnd(52)} ${String(figures.events).padStart(7)} events   p50 ${figures.p50_ms.toFixed(2)} ms   p99 ${figures.p99_ms.toFixed(2)} ms   max ${figures.max_ms.toFixed(1)} ms`;
   const latencyRows = (scenario: string, figures: Record<LiveServerName, LatencyFigures>) => [
-    latencyRow(`gateway, ${scenario}`, figures.gateway),
-    latencyRow(`floor, ${scenario}`, figures.floor),
-    `  ${''.padEnd(44)} gateway / floor: p50 ${(figures.gateway.p50_ms / figures.floor.p50_ms).toFixed(2)}, p99 ${(figures.gateway.p99_ms / figures.floor.p99_ms).toFixed(2)}`,
+    ...LIVE_SERVERS.map((name) => latencyRow(`${name}, ${scenario}`, figures[name])),
+    ...GATEWAY_TRANSPORTS.map(
+      ([name]) =>
+        `  ${''.padEnd(52)} ${name} / floor: p50 ${(figures[name].p50_ms / figures.floor.p50_ms).toFixed(2)}, p99 ${(figures[name].p99_ms / figures.floor.p99_ms).toFixed(2)}`,
+    ),
   ];
   return [
-    'subscriptions (a gateway and the WebSocket floor, writes straight to the database):',
-    idleRow('gateway'),
-    idleRow('floor'),
+    'subscriptions (the gateway over WebSocket, SSE and multipart, and the WebSocket floor; writes straight to the database):',
+    ...LIVE_SERVERS.map(idleRow),
     '  write to event at the subscriber:',
     ...latencyRows(`${latency.one_user.gateway.subscribers} subscribers of one user`, latency.one_user),
     ...latencyRows(`${latency.many_users.gateway.subscribers} subscribers of ${USERS} users`, latency.many_users),

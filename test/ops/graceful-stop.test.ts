@@ -2,14 +2,18 @@ import { request } from 'node:http';
 
 import { describe, expect, it } from 'vitest';
 
-import type { Scheduler } from '../../src/http/lifecycle.js';
+import type { Clock } from '../../src/clock.js';
 import { eventually } from '../support/eventually.js';
 import { startTestGateway } from '../support/gateway.js';
 import { startTestSidecar } from '../support/sidecar.js';
 
 /** Holds every scheduled callback until the test releases it: time moves only when told. */
-class HeldScheduler implements Scheduler {
+class HeldClock implements Clock {
   readonly held: { callback: () => unknown; delayMs: number }[] = [];
+
+  now(): number {
+    return Date.now();
+  }
 
   schedule(callback: () => unknown, delayMs: number): () => void {
     this.held.push({ callback, delayMs });
@@ -42,10 +46,10 @@ const statuses = (responses: Response[]) => responses.map((response) => response
 
 describe.each(['gateway', 'sidecar'] as const)('stopping the %s (CONTRACT §8)', (server) => {
   it('turns /readyz to 503 at once, answers every request sent just before and during the delay, then closes the port', async () => {
-    const scheduler = new HeldScheduler();
+    const scheduler = new HeldClock();
     const environment = { SHUTDOWN_DELAY_MS: '5000' };
-    const gateway = await startTestGateway(server === 'gateway' ? environment : {}, server === 'gateway' ? { scheduler } : {});
-    const sidecar = server === 'sidecar' ? await startTestSidecar(`${gateway.url}/graphql`, { scheduler, environment }) : undefined;
+    const gateway = await startTestGateway(server === 'gateway' ? environment : {}, server === 'gateway' ? { clock: scheduler } : {});
+    const sidecar = server === 'sidecar' ? await startTestSidecar(`${gateway.url}/graphql`, { clock: scheduler, environment }) : undefined;
     const url = sidecar?.url ?? gateway.url;
     await gateway.seed({ users: [{ id: 1, username: 'alice', quota: 12.5 }] });
     const authorization = `Bearer ${await gateway.token(1)}`;

@@ -307,8 +307,9 @@ describe('rate limits', () => {
 describe('stopping with subscriptions open (CONTRACT §8)', () => {
   it('serves them through the shutdown delay, then closes them with 1001 before the database closes', async () => {
     let release!: () => void;
-    const scheduler = { schedule: (callback: () => unknown) => ((release = () => void callback()), () => undefined) };
-    const gateway = await startTestGateway({ SHUTDOWN_DELAY_MS: '5000' }, { scheduler });
+    // The last callback scheduled (the shutdown delay's) runs when the test releases it.
+    const clock = { now: () => Date.now(), schedule: (callback: () => unknown) => ((release = () => void callback()), () => undefined) };
+    const gateway = await startTestGateway({ SHUTDOWN_DELAY_MS: '5000' }, { clock });
     try {
       await gateway.seed(SEED);
       const socket = await connectAs(gateway.url, `Bearer ${await gateway.token(1)}`);

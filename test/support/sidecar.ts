@@ -1,5 +1,5 @@
+import type { Clock } from '../../src/clock.js';
 import { loadSidecarConfig } from '../../src/config.js';
-import type { Scheduler } from '../../src/http/lifecycle.js';
 import { createLogger, type Logger } from '../../src/logger.js';
 import { type RunningSidecar, startSidecar } from '../../src/rest/sidecar.js';
 
@@ -13,7 +13,7 @@ export async function startTestSidecar(
     corsOrigins?: string[];
     basePath?: string;
     logger?: Logger;
-    scheduler?: Scheduler;
+    clock?: Clock;
     environment?: Record<string, string>;
   } = {},
 ): Promise<RunningSidecar> {
@@ -26,6 +26,6 @@ export async function startTestSidecar(
     upstream: new URL(upstream),
     timeoutMs: options.timeoutMs ?? 5_000,
     logger: options.logger ?? createLogger({ logLevel: 'silent' }),
-    scheduler: options.scheduler,
+    clock: options.clock,
   });
 }

@@ -1,4 +1,4 @@
-import { type ExecutionResult, getVariableValues, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { type FormattedExecutionResult, getVariableValues, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 
 /**
  * One execution per event for the subscriptions that would run it alike, its result handed to
@@ -8,11 +8,12 @@ import { type ExecutionResult, getVariableValues, type GraphQLSchema, type Opera
  * one object to every listener of a user; see `balanceUpdates` and `conversationChanges`) and have
  * the same sharing key: the same operation (the document cache's node: the same text gives the
  * same node), the same coerced variables and the same caller. Anything else runs on its own. The
- * first subscription to reach an event runs it; the others take its result, for as long as the
- * event object lives (until the last of them has taken it from its inbox).
+ * first subscription to reach an event runs it; the others take its answer (formatted once, its
+ * internal errors naming the request of the subscription that ran it), for as long as the event
+ * object lives (until the last of them has taken it from its inbox).
  */
 export class SharedExecutions {
-  private readonly byEvent = new WeakMap<object, Map<string, Promise<ExecutionResult>>>();
+  private readonly byEvent = new WeakMap<object, Map<string, Promise<FormattedExecutionResult>>>();
   /** A number per operation node, for the keys: two nodes are two operations, even with the same text. */
   private readonly operationNumbers = new WeakMap<OperationDefinitionNode, number>();
   private operationsSeen = 0;
@@ -32,8 +33,8 @@ export class SharedExecutions {
     return JSON.stringify([number, userId, coerced.coerced]);
   }
 
-  /** The result of `event` for the subscriptions of `key`: the one `execute` makes, first come. */
-  run(event: unknown, key: string | undefined, execute: () => Promise<ExecutionResult>): Promise<ExecutionResult> {
+  /** The answer to `event` for the subscriptions of `key`: the one `execute` makes, first come. */
+  run(event: unknown, key: string | undefined, execute: () => Promise<FormattedExecutionResult>): Promise<FormattedExecutionResult> {
     if (key === undefined || typeof event !== 'object' || event === null) return execute();
     let results = this.byEvent.get(event);
     if (results === undefined) this.byEvent.set(event, (results = new Map()));

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
 
 import { systemClock } from '../../src/clock.js';
-import { type BoundedWebSocket, boundedWebSocketClass } from '../../src/subscriptions/bounded-websocket.js';
+import { type BoundedWebSocket, boundedWebSocketClass } from '../../src/websocket/bounded-websocket.js';
 
 const LIMITS = { maxBufferedBytes: 1024 * 1024, messagesPerSecond: 0 };
 

@@ -1,0 +1,44 @@
+import type { RequestHandler } from 'express';
+
+import type { Clock } from '../clock.js';
+import type { Logger } from '../logger.js';
+import type { SubscriptionMetrics } from '../observability/subscription-metrics.js';
+import type { OperationPipeline } from '../operations/pipeline.js';
+import { heartbeat, HEARTBEAT_MS, multipartSubscriptions } from './multipart.js';
+import { serverSentEvents, type ServerSentEventsDoor } from './server-sent-events.js';
+import { StreamedResponses } from './streamed-responses.js';
+
+export interface HttpStreamsOptions {
+  pipeline: OperationPipeline;
+  /** What the server may hold unsent for one streaming response before it drops the connection. */
+  maxBufferedBytes: number;
+  clock: Clock;
+  metrics: SubscriptionMetrics;
+  logger: Logger;
+}
+
+/** The two HTTP subscription doors: Server-Sent Events (graphql-sse) and Apollo's multipart subscriptions. */
+export interface HttpStreams {
+  sse: ServerSentEventsDoor;
+  /** A step of `POST /graphql`'s route (see `multipartSubscriptions`). */
+  multipart: RequestHandler;
+  /** Completes every subscription they serve and ends their streams; the heartbeat stops. */
+  close(): Promise<void>;
+}
+
+export function createHttpStreams({ pipeline, maxBufferedBytes, clock, metrics, logger }: HttpStreamsOptions): HttpStreams {
+  const streamsOf = (transport: 'sse' | 'multipart') => new StreamedResponses({ transport, maxBufferedBytes, metrics, logger });
+  const sseStreams = streamsOf('sse');
+  const multipartStreams = streamsOf('multipart');
+  const sse = serverSentEvents(pipeline, sseStreams, clock);
+  // One beat for every multipart stream, as for the WebSockets.
+  const beat = setInterval(() => heartbeat(multipartStreams), HEARTBEAT_MS).unref();
+  return {
+    sse,
+    multipart: multipartSubscriptions(pipeline, multipartStreams),
+    async close() {
+      clearInterval(beat);
+      await Promise.all([sse.close(), multipartStreams.close(() => {})]);
+    },
+  };
+}

@@ -1,0 +1,96 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+import type { RequestHandler } from 'express';
+
+import { callerOf } from '../auth/require-caller.js';
+import { requestIdOf } from '../observability/request-log.js';
+import type { OperationPipeline } from '../operations/pipeline.js';
+import { type LiveResults, SubscriptionFailure } from '../operations/subscriptions.js';
+import { isRecord } from '../shared/is-record.js';
+import type { StreamedResponse, StreamedResponses } from './streamed-responses.js';
+
+/** The boundary between parts, as Apollo Router writes it (`--graphql`). */
+const BOUNDARY = 'graphql';
+const CONTENT_TYPE = `multipart/mixed;boundary="${BOUNDARY}";subscriptionSpec="1.0"`;
+/** Apollo's heartbeat: an empty part this often, so that proxies and the client know the stream lives. */
+export const HEARTBEAT_MS = 5_000;
+/**
+ * Each part is followed at once by the next delimiter: a reader (Apollo Client's included) takes a
+ * part as whole only once it sees the delimiter after it, so a part waiting for the next one
+ * would reach the client one event late. The body opens with a delimiter and ends by turning the
+ * last one into the close delimiter (RFC 2046 §5.1.1).
+ */
+const DELIMITER = `\r\n--${BOUNDARY}`;
+const CLOSE = '--\r\n';
+
+/** One part of the multipart body (a JSON value), with the delimiter after it. */
+const part = (body: unknown) => `\r\ncontent-type: application/json; charset=utf-8\r\n\r\n${JSON.stringify(body)}${DELIMITER}`;
+
+/**
+ * Whether a request asks for Apollo's multipart HTTP subscriptions: its `Accept` offers
+ * `multipart/mixed` with `subscriptionSpec=1.0` (Apollo Client, Apollo Kotlin and Apollo iOS send
+ * it for subscriptions).
+ */
+export function asksForMultipartSubscription(request: IncomingMessage): boolean {
+  return (request.headers.accept ?? '')
+    .split(',')
+    .some((range) => /^\s*multipart\/mixed\s*(;|$)/i.test(range) && /;\s*subscriptionSpec\s*=\s*"?1\.0"?\s*(;|$)/i.test(range));
+}
+
+/**
+ * The multipart door: Apollo's multipart HTTP subscriptions on `POST /graphql`, as Apollo Router
+ * serves them. A step of `/graphql`'s route, after the caller is admitted and the JSON body read:
+ * it takes a POST whose `Accept` asks for them and whose document is a subscription, and hands any
+ * other request on to Apollo Server (which answers queries and mutations, and refuses a
+ * subscription over plain HTTP). Apollo Server 5 does not serve subscriptions over HTTP, and its
+ * request pipeline runs an operation to one answer; a subscription is many, so it is taken here,
+ * before Apollo, and run by the same operation pipeline Apollo runs on.
+ *
+ * The answer is `multipart/mixed;boundary="graphql";subscriptionSpec="1.0"`: each event a part
+ * `{"payload":{"data":…}}`, `{}` every 5 s as a heartbeat, a subscription refused before it ran
+ * one part `{"payload":{"errors":[…]}}`, one that fails `{"payload":null,"errors":[…]}`, and the
+ * close delimiter `--graphql--` when it completes (the server stopping included).
+ */
+export function multipartSubscriptions(pipeline: OperationPipeline, streams: StreamedResponses): RequestHandler {
+  return async (request, response, next) => {
+    const body: unknown = request.body;
+    if (request.method !== 'POST' || !asksForMultipartSubscription(request) || !isRecord(body) || !pipeline.isSubscription(body)) {
+      return next();
+    }
+    const answer = await pipeline.subscribe(body, { caller: callerOf(response), door: 'multipart', requestId: requestIdOf(request) });
+    response.writeHead(200, { 'content-type': CONTENT_TYPE });
+    response.write(DELIMITER);
+    const stream = streams.track(response, finish);
+    if ('refused' in answer) {
+      stream.write(part({ payload: { errors: answer.refused } }));
+      return stream.finish();
+    }
+    if (streams.isClosing) await answer.return();
+    await writeEach(answer, stream);
+  };
+}
+
+/** Writes each answer as a part until the subscription or the connection ends, then finishes the body. */
+async function writeEach(results: LiveResults, stream: StreamedResponse): Promise<void> {
+  stream.response.once('close', () => void results.return());
+  try {
+    for (let next = await results.next(); !next.done; next = await results.next()) {
+      if (!stream.write(part({ payload: next.value }))) break;
+    }
+  } catch (error) {
+    if (!(error instanceof SubscriptionFailure)) throw error;
+    stream.write(part({ payload: null, errors: error.errors }));
+  } finally {
+    await results.return();
+    stream.finish();
+  }
+}
+
+function finish(response: ServerResponse): void {
+  response.end(CLOSE);
+}
+
+/** The heartbeat: an empty part to every open stream. */
+export function heartbeat(streams: StreamedResponses): void {
+  streams.each((stream) => stream.write(part({})));
+}

@@ -1,0 +1,82 @@
+import { createClient as createSseClient } from 'graphql-sse';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { rateLimited } from '../../src/errors.js';
+import type { Admission, AdmissionCheck } from '../../src/operations/admission.js';
+import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { connectAs } from '../support/websocket.js';
+
+/**
+ * One admission sequence for every door: a check installed through the composition root runs for
+ * `/graphql`, the REST table, each WebSocket subscribe message, Server-Sent Events and multipart
+ * subscriptions, and its refusal is each door's answer.
+ */
+const REFUSED_USER = 2;
+const seen: Admission[] = [];
+const addedCheck: AdmissionCheck = (admission) => {
+  seen.push(admission);
+  if (admission.caller.userId === REFUSED_USER) throw rateLimited(42);
+};
+
+let gateway: TestGateway;
+
+beforeAll(async () => {
+  gateway = await startTestGateway({}, { admissionChecks: [addedCheck] });
+  await gateway.seed({
+    users: [
+      { id: 1, username: 'alice', quota: 1 },
+      { id: REFUSED_USER, username: 'bob', quota: 2 },
+    ],
+  });
+});
+afterAll(() => gateway?.stop());
+
+/** One request or operation of `userId` through each door; what each answered. */
+async function throughEveryDoor(userId: number): Promise<Record<string, unknown>> {
+  const authorization = `Bearer ${await gateway.token(userId)}`;
+  const answers: Record<string, unknown> = {};
+  answers.graphql = (await graphql(gateway, '{ quota }', { authorization })).status;
+  answers.rest = (await fetch(`${gateway.url}/quota`, { headers: { authorization } })).status;
+  const socket = await connectAs(gateway.url, authorization);
+  const reply = await socket.subscribe('subscription { quota }').next();
+  answers.websocket = reply.type === 'error' ? reply.payload[0].extensions.code : reply.type;
+  await socket.close();
+  const sse = createSseClient({ url: `${gateway.url}/graphql/stream`, headers: { authorization }, retryAttempts: 0 });
+  answers.sse = await new Promise((resolve) => {
+    const dispose = sse.subscribe(
+      { query: 'subscription { quota }' },
+      {
+        next: () => (dispose(), resolve('next')),
+        error: (error) => resolve((error as { response?: Response }).response?.status ?? String(error)),
+        complete: () => {},
+      },
+    );
+  });
+  sse.dispose();
+  const multipart = await fetch(`${gateway.url}/graphql`, {
+    method: 'POST',
+    headers: { authorization, 'content-type': 'application/json', accept: 'multipart/mixed;subscriptionSpec=1.0' },
+    body: JSON.stringify({ query: 'subscription { quota }' }),
+  });
+  answers.multipart = multipart.status;
+  await multipart.body?.cancel();
+  return answers;
+}
+
+describe('a check added to the admission sequence', () => {
+  it('runs for every door, once per request or subscribe message, with the caller and the door', async () => {
+    seen.length = 0;
+    expect(await throughEveryDoor(1)).toEqual({ graphql: 200, rest: 200, websocket: 'next', sse: 'next', multipart: 200 });
+    expect(seen.map(({ door, caller }) => [door, caller.userId])).toEqual([
+      ['graphql', 1],
+      ['rest', 1],
+      ['websocket', 1],
+      ['sse', 1],
+      ['multipart', 1],
+    ]);
+  });
+
+  it('refuses through every door when it throws, in each door’s words', async () => {
+    expect(await throughEveryDoor(REFUSED_USER)).toEqual({ graphql: 429, rest: 429, websocket: 'RATE_LIMITED', sse: 429, multipart: 429 });
+  });
+});
