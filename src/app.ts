@@ -12,6 +12,7 @@ import { declaredBodyWithinLimit } from './http/body-limit.js';
 import { graphqlFailures, legacyFailures, noSuchPath } from './http/failures.js';
 import { healthRoutes, type ReadinessDetails } from './http/health.js';
 import type { Shutdown } from './http/lifecycle.js';
+import { GRAPHQL_PATH } from './http/route-paths.js';
 import { BODY_LIMIT_BYTES } from './limits.js';
 import type { Logger } from './logger.js';
 import type { GatewayMetrics } from './observability/metrics.js';
@@ -90,10 +91,10 @@ export function createApp(options: AppOptions): Express {
   // Endpoints are routes at their full path, never handlers mounted at one: a request is named in
   // the metrics and the log after the route it matched (`request-end.ts`), whatever its spelling.
   // Before the playground's router, which would answer an OPTIONS itself.
-  app.all('/graphql', graphqlMethods);
+  app.all(GRAPHQL_PATH, graphqlMethods);
   if (options.playground) app.use(playgroundRouter(options.playground));
   app.all(
-    '/graphql',
+    GRAPHQL_PATH,
     notStored,
     requireCaller(authenticator),
     rateLimits.byCaller,
@@ -112,7 +113,7 @@ export function createApp(options: AppOptions): Express {
     graphqlFailures,
   );
   // Failures thrown before the route (the per-address limit), in the same shape: Express skips routes once a step has failed.
-  app.use('/graphql', graphqlFailures);
+  app.use(GRAPHQL_PATH, graphqlFailures);
 
   app.get('/openapi.json', (_request, response) => {
     response.type('application/json').send(options.openApi);

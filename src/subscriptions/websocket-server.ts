@@ -20,6 +20,7 @@ import type { Authenticator, Caller } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
 import type { CreateContext } from '../context.js';
 import { badRequest, failureOf, graphqlAnswer, tooManyWebsockets, withFailureKinds } from '../errors.js';
+import { GRAPHQL_PATH, routesTo } from '../http/route-paths.js';
 import { routeUpgrades } from '../http/upgrades.js';
 import { BODY_LIMIT_BYTES } from '../limits.js';
 import type { Logger } from '../logger.js';
@@ -35,8 +36,8 @@ import { SharedExecutions } from './shared-executions.js';
 import { CallerSubscriptions, SocketOperations } from './socket-operations.js';
 import type { SubscriptionMetrics } from './subscription-metrics.js';
 
-/** The path subscriptions are served on: the GraphQL endpoint itself. */
-const GRAPHQL_PATH = '/graphql';
+/** Subscriptions are served on the GraphQL endpoint itself: on exactly the requests HTTP routes there. */
+const routedToGraphql = routesTo(GRAPHQL_PATH);
 /** How often every socket is pinged; a socket that does not answer before the next beat is dropped. */
 const KEEP_ALIVE_MS = 12_000;
 /** How long a socket may wait before its `connection_init` (graphql-ws's own default): past it, it is closed with 4408. */
@@ -181,13 +182,7 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
 
 /** A WebSocket opening on /graphql: the one upgrade this server takes; any other request is served over HTTP. */
 function isGraphqlWebSocket(request: IncomingMessage): boolean {
-  const url = request.url ?? '/';
-  return (
-    request.method === 'GET' &&
-    request.headers.upgrade?.toLowerCase() === 'websocket' &&
-    URL.canParse(url, 'http://localhost') &&
-    new URL(url, 'http://localhost').pathname === GRAPHQL_PATH
-  );
+  return request.method === 'GET' && request.headers.upgrade?.toLowerCase() === 'websocket' && routedToGraphql(request);
 }
 
 /** Opens a socket once its origin, its address's rate and its address's count of sockets allow it, and hands it to graphql-ws. */
