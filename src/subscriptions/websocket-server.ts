@@ -22,7 +22,7 @@ import type { CreateContext } from '../context.js';
 import { badRequest, failureOf, graphqlAnswer, tooManyWebsockets, withFailureKinds } from '../errors.js';
 import { GRAPHQL_PATH, routesTo } from '../http/route-paths.js';
 import { routeUpgrades } from '../http/upgrades.js';
-import { BODY_LIMIT_BYTES } from '../limits.js';
+import { BODY_LIMIT_BYTES, WEBSOCKET_MESSAGE_ASSEMBLY } from '../limits.js';
 import type { Logger } from '../logger.js';
 import type { Observation } from '../operations/observer.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
@@ -145,6 +145,9 @@ export function startSubscriptionServer(options: SubscriptionServerOptions): Sub
   const serverOptions: ServerOptions<ReturnType<typeof boundedWebSocketClass>> & { closeTimeout: number } = {
     noServer: true,
     maxPayload: BODY_LIMIT_BYTES,
+    // ws's defaults let a message in 1-byte fragments, or a frame read a byte at a time, hold megabytes.
+    maxFragments: WEBSOCKET_MESSAGE_ASSEMBLY.fragments,
+    maxBufferedChunks: WEBSOCKET_MESSAGE_ASSEMBLY.reads,
     WebSocket: boundedWebSocketClass(limits, options.clock),
     handleProtocols,
     // ws 8.23's option (not yet in its type definitions): a socket that does not answer a close frame is cut.
