@@ -35,7 +35,7 @@ const routings = new WeakMap<Server, { door?: UpgradeDoor }>();
  * upgrade request comes to `upgrade` (Node 20 and early 22 send them all; later versions ask
  * `shouldUpgradeCallback`), and those the door does not take are handed back to the HTTP server
  * (`handBack`) with the bytes after them. The exception is a request with a body on Node 26, which
- * it has already parsed: it is left to Node.
+ * it has already parsed: it is left to Node, which drops what was pipelined after it.
  */
 export function serveUpgradeRequests(server: Server): void {
   const routing: { door?: UpgradeDoor } = {};

@@ -6,7 +6,9 @@
  * read from /proc before, at its highest while the requests are sent, once all are answered with
  * the connection still open, and after the close.
  *
- *   npx tsx test/bench/upgrade-connection.ts [--main dist/main.js] [--counts 40000,250000] [--batch 1000]
+ *   npx tsx test/bench/upgrade-connection.ts [--main dist/main.js] [--counts 40000,250000] [--batch 1000] [--plain]
+ *
+ * `--plain` sends the same requests without `Upgrade`, for comparison.
  *
  * After the close, a /healthz is sent on a new connection every 10 ms for a second (and then
  * until one is sent after a whole second): the longest any of them waited is the stall. A probe
@@ -48,17 +50,19 @@ async function main(): Promise<void> {
       counts: { type: 'string', default: '40000,250000' },
       batch: { type: 'string', default: '1000' },
       'give-up': { type: 'string', default: '300' },
+      plain: { type: 'boolean', default: false },
     },
   });
   const outcomes: Outcome[] = [];
   for (const count of values.counts.split(',').map(Number)) {
-    console.error(`${count} requests on one connection (${values.main})`);
-    outcomes.push(await run(values.main, count, Number(values.batch), Number(values['give-up']) * 1000));
+    console.error(`${count} requests on one connection (${values.main}${values.plain ? ', without Upgrade' : ''})`);
+    const upgrade = values.plain ? [] : JAVA_UPGRADE;
+    outcomes.push(await run(values.main, count, upgrade, Number(values.batch), Number(values['give-up']) * 1000));
   }
   console.table(outcomes);
 }
 
-async function run(main: string, count: number, batch: number, giveUpMs: number): Promise<Outcome> {
+async function run(main: string, count: number, upgrade: [string, string][], batch: number, giveUpMs: number): Promise<Outcome> {
   const port = await freePort();
   const gateway = startNode('gateway', [main], { env: { PORT: String(port), HOST: '127.0.0.1', JWT_SECRET: '', MONGODB_URI: '' } });
   try {
@@ -71,7 +75,7 @@ async function run(main: string, count: number, batch: number, giveUpMs: number)
     const connection = await openConnection(url);
     const statuses = new Map<number, number>();
     const started = performance.now();
-    const request = rawRequest('GET', '/healthz', [['Host', `127.0.0.1:${port}`], ...JAVA_UPGRADE]);
+    const request = rawRequest('GET', '/healthz', [['Host', `127.0.0.1:${port}`], ...upgrade]);
     for (let sent = 0; sent < count; sent += batch) {
       const size = Math.min(batch, count - sent);
       const answers = await connection.exchange([request.repeat(size)], size);
