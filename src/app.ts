@@ -12,6 +12,7 @@ import { declaredBodyWithinLimit } from './http/body-limit.js';
 import { graphqlFailures, legacyFailures, noSuchPath } from './http/failures.js';
 import { healthRoutes, type ReadinessDetails } from './http/health.js';
 import type { Shutdown } from './http/lifecycle.js';
+import { GRAPHQL_PATH } from './http/route-paths.js';
 import type { HttpStreams } from './http-streams/index.js';
 import { asksForMultipartSubscription } from './http-streams/multipart.js';
 import { SSE_PATH } from './http-streams/server-sent-events.js';
@@ -116,7 +117,7 @@ export function createApp(options: AppOptions): Express {
  */
 function graphqlRoutes(app: Express, options: AppOptions): void {
   const { apollo, pipeline, authenticator, createContext } = options;
-  app.all('/graphql', graphqlMethods);
+  app.all(GRAPHQL_PATH, graphqlMethods);
   app.all(
     SSE_PATH,
     notStored,
@@ -129,7 +130,7 @@ function graphqlRoutes(app: Express, options: AppOptions): void {
   );
   if (options.playground) app.use(playgroundRouter(options.playground));
   app.all(
-    '/graphql',
+    GRAPHQL_PATH,
     notStored,
     requireCaller(authenticator),
     pipeline.admission.step((request) => (asksForMultipartSubscription(request) ? 'multipart' : 'graphql')),
@@ -150,7 +151,7 @@ function graphqlRoutes(app: Express, options: AppOptions): void {
     graphqlFailures,
   );
   // Failures thrown before the route (the per-address limit), in the same shape: Express skips routes once a step has failed.
-  app.use('/graphql', graphqlFailures);
+  app.use(GRAPHQL_PATH, graphqlFailures);
 }
 
 /**

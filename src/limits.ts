@@ -6,6 +6,20 @@ export const MAX_PAGE_SIZE = 100;
 /** The largest request body read, on `/graphql` and the legacy endpoints alike (413 above). */
 export const BODY_LIMIT_BYTES = 100 * 1024;
 
+/**
+ * What a WebSocket message still being assembled may hold besides its bytes (at most
+ * `BODY_LIMIT_BYTES`): `ws` keeps each of its fragments, and each read its frames came in until
+ * a frame is whole, at about 250 to 300 bytes each however small (1 byte, say). Past either bound
+ * the socket is closed with 1008. Clients send a message in one frame, read in a few: a 100 kB
+ * one comes in about 70 reads of 1.4 kB TCP segments.
+ */
+export const WEBSOCKET_MESSAGE_ASSEMBLY = {
+  /** Frames of one message (`ws`'s `maxFragments`; its default is 16 384). */
+  fragments: 16,
+  /** Reads held at once while a frame is incomplete (`ws`'s `maxBufferedChunks`; its default is 262 144). */
+  reads: 96,
+} as const;
+
 /** The points one purchase buys, at least and at most (CONTRACT §6). */
 export const PURCHASE_RANGE = { min: 1, max: 99_999 } as const;
 

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 
 import { type Request, Router } from 'express';
 
+import { GRAPHQL_PATH } from '../http/route-paths.js';
 import { bootstrapScript, pageStyle } from './browser-files.js';
 import { ASSETS_PATH, playgroundPage } from './page.js';
 
@@ -56,7 +57,7 @@ export function playgroundRouter(options: PlaygroundOptions): Router {
   const page = playgroundPage(options.demoToken);
   const router = Router();
 
-  router.get('/graphql', (request, response, next) => {
+  router.get(GRAPHQL_PATH, (request, response, next) => {
     if (!prefersHtml(request)) return next();
     const styleNonce = randomBytes(16).toString('base64');
     response

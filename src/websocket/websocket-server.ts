@@ -9,8 +9,9 @@ import { type Server as WebSocketServerOf, type ServerOptions, WebSocketServer }
 import type { Authenticator, Caller } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
 import { badRequest, failureOf, graphqlAnswer, tooManyWebsockets } from '../errors.js';
+import { GRAPHQL_PATH, routesTo } from '../http/route-paths.js';
 import { routeUpgrades } from '../http/upgrades.js';
-import { BODY_LIMIT_BYTES } from '../limits.js';
+import { BODY_LIMIT_BYTES, WEBSOCKET_MESSAGE_ASSEMBLY } from '../limits.js';
 import type { Logger } from '../logger.js';
 import type { SubscriptionMetrics } from '../observability/subscription-metrics.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
@@ -22,8 +23,8 @@ import { CredentialExpiries } from './credential-expiries.js';
 import { openProtocol } from './protocol-socket.js';
 import { SocketOperations } from './socket-operations.js';
 
-/** The path subscriptions are served on: the GraphQL endpoint itself. */
-const GRAPHQL_PATH = '/graphql';
+/** Subscriptions are served on the GraphQL endpoint itself: on exactly the requests HTTP routes there. */
+const routedToGraphql = routesTo(GRAPHQL_PATH);
 /** How often every socket is pinged; a socket that does not answer before the next beat is dropped. */
 const KEEP_ALIVE_MS = 12_000;
 /** How long a socket may wait before its `connection_init` (graphql-ws's own default): past it, it is closed with 4408. */
@@ -145,6 +146,9 @@ function websocketServerOptions({ limits, clock }: WebSocketDoorOptions) {
   const serverOptions: ServerOptions<ReturnType<typeof boundedWebSocketClass>> & { closeTimeout: number } = {
     noServer: true,
     maxPayload: BODY_LIMIT_BYTES,
+    // ws's defaults let a message in 1-byte fragments, or a frame read a byte at a time, hold megabytes.
+    maxFragments: WEBSOCKET_MESSAGE_ASSEMBLY.fragments,
+    maxBufferedChunks: WEBSOCKET_MESSAGE_ASSEMBLY.reads,
     WebSocket: boundedWebSocketClass(socketLimits, clock),
     handleProtocols,
     // ws 8.23's option (not yet in its type definitions): a socket that does not answer a close frame is cut.
@@ -155,13 +159,7 @@ function websocketServerOptions({ limits, clock }: WebSocketDoorOptions) {
 
 /** A WebSocket opening on /graphql: the one upgrade this server takes; any other request is served over HTTP. */
 function isGraphqlWebSocket(request: IncomingMessage): boolean {
-  const url = request.url ?? '/';
-  return (
-    request.method === 'GET' &&
-    request.headers.upgrade?.toLowerCase() === 'websocket' &&
-    URL.canParse(url, 'http://localhost') &&
-    new URL(url, 'http://localhost').pathname === GRAPHQL_PATH
-  );
+  return request.method === 'GET' && request.headers.upgrade?.toLowerCase() === 'websocket' && routedToGraphql(request);
 }
 
 /** Opens a socket once its origin, its address's rate and its address's count of sockets allow it, and hands it to graphql-ws. */

@@ -8,6 +8,7 @@ import { type CapturedLog, captureLog, startGatewayWithCapturedLog } from '../su
 import { eventually } from '../support/eventually.js';
 import { TEST_JWT_SECRET } from '../support/gateway.js';
 import { spawnNode } from '../support/node-process.js';
+import { exchange, rawRequest, type RawResponse } from '../support/raw-http.js';
 import { startTestSidecar } from '../support/sidecar.js';
 
 let gateway: Awaited<ReturnType<typeof startGatewayWithCapturedLog>>;
@@ -45,6 +46,41 @@ describe('the sidecar', () => {
     expect(metrics).toMatch(/^http_requests_total\{method="GET",route="\/quota",status="200"\} 1$/m);
     expect(metrics).not.toMatch(/^mongodb_up/m);
     expect(await (await fetch(`${sidecar.url}/openapi.json`)).json()).toEqual(await (await fetch(`${gateway.url}/openapi.json`)).json());
+  });
+
+  it('answers every request pipelined on one connection, whether it asks for an upgrade or not', async () => {
+    const host = new URL(sidecar.url).host;
+    const upgrades: Record<string, [string, string][]> = {
+      none: [],
+      h2c: [
+        ['Connection', 'Upgrade, HTTP2-Settings'],
+        ['Upgrade', 'h2c'],
+        ['HTTP2-Settings', 'AAEAAEAAAAIAAAABAAMAAABkAAQBAAAAAAUAAEAA'],
+      ],
+      websocket: [
+        ['Connection', 'Upgrade'],
+        ['Upgrade', 'websocket'],
+        ['Sec-WebSocket-Version', '13'],
+        ['Sec-WebSocket-Key', 'dGhlIHNhbXBsZSBub25jZQ=='],
+      ],
+    };
+    const request = (path: string, upgrade: string) => rawRequest('GET', path, [['Host', host], ...upgrades[upgrade]!]);
+    // A 404 closes its connection: it comes last.
+    const sequence: [string, string][] = [
+      ['/healthz', 'h2c'],
+      ['/healthz', 'none'],
+      ['/openapi.json', 'websocket'],
+      ['/healthz', 'h2c'],
+      ['/nowhere', 'websocket'],
+    ];
+    const answerOf = ({ status, body }: RawResponse) => ({ status, body });
+    const alone = await Promise.all(
+      sequence.map(async ([path]) => answerOf((await exchange(sidecar.url, [request(path, 'none')], 1))[0]!)),
+    );
+    const writes = [sequence.map(([path, upgrade]) => request(path, upgrade)).join('')];
+    const pipelined = await exchange(sidecar.url, writes, sequence.length, 5_000);
+    expect(pipelined.map(answerOf)).toEqual(alone);
+    expect(alone.map(({ status }) => status)).toEqual([200, 200, 200, 200, 404]);
   });
 
   it('answers /readyz 503 while its upstream does not answer', async () => {

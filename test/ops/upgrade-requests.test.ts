@@ -1,8 +1,11 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import type { Socket } from 'node:net';
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { javaHttpClient, type JavaRequest, skipsJavaTest } from '../support/java.js';
-import { exchange, rawRequest, type RawResponse } from '../support/raw-http.js';
+import { exchange, openConnection, rawRequest, type RawResponse } from '../support/raw-http.js';
 
 /** The fields Java's HttpClient (JDK 17, HTTP/2 preferred) adds to every http:// request, in its order, as it spells them. */
 const JAVA_UPGRADE: [string, string][] = [
@@ -11,6 +14,10 @@ const JAVA_UPGRADE: [string, string][] = [
   ['Upgrade', 'h2c'],
   ['User-Agent', 'Java-http-client/17.0.15'],
 ];
+
+/** Requests one keep-alive connection carries, pipelined in batches, to show that each costs the same. */
+const REQUESTS_ON_ONE_CONNECTION = 20_000;
+const PIPELINED_BATCH = 1_000;
 
 /** Every legacy endpoint, and /graphql both ways, with what each reads; `clean` on a user who has nothing to lose. */
 const REQUESTS: { method: string; path: string; body?: string; user?: number }[] = [
@@ -104,6 +111,42 @@ describe('requests that ask for an upgrade the server does not take (HTTP/2 over
     // The same requests pipelined in one write: answered in order, on the same connection.
     expect((await exchange(gateway.url, [writes.join('')], 4)).map(answerOf)).toEqual(answers);
   });
+
+  it('holds the same listeners for a connection however many such requests it carries, and closing it holds up nothing', async () => {
+    const connection = await openConnection(gateway.url);
+    // Node's own probe of each request the server starts, with the server's end of its connection.
+    const closeListeners: number[] = [];
+    const probe = (message: unknown) => {
+      const { socket } = message as { socket: Socket };
+      if (socket.remotePort === connection.localPort) closeListeners.push(socket.listenerCount('close'));
+    };
+    subscribe('http.server.request.start', probe);
+    const statuses = new Map<number, number>();
+    try {
+      const batch = writesOf({ method: 'GET', path: '/healthz' }, JAVA_UPGRADE).join('').repeat(PIPELINED_BATCH);
+      for (let sent = 0; sent < REQUESTS_ON_ONE_CONNECTION; sent += PIPELINED_BATCH) {
+        for (const { status } of await connection.exchange([batch], PIPELINED_BATCH)) statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      }
+    } finally {
+      unsubscribe('http.server.request.start', probe);
+    }
+    expect(Object.fromEntries(statuses)).toEqual({ 200: REQUESTS_ON_ONE_CONNECTION });
+    expect(closeListeners).toHaveLength(REQUESTS_ON_ONE_CONNECTION);
+    expect({ fewest: Math.min(...closeListeners), most: Math.max(...closeListeners) }).toEqual({
+      fewest: closeListeners[0],
+      most: closeListeners[0],
+    });
+
+    // The gateway and this test share one event loop: anything closing the connection holds up delays the answer seen here.
+    const bystander = await openConnection(gateway.url);
+    const closedAt = performance.now();
+    connection.close();
+    const [health] = await bystander.exchange([rawRequest('GET', '/healthz', [['Host', host()]])], 1);
+    const waitedMs = performance.now() - closedAt;
+    bystander.close();
+    expect(health!.status).toBe(200);
+    expect(waitedMs).toBeLessThan(100);
+  }, 120_000);
 
   it('serves a WebSocket upgrade on another path, or by POST, as the ordinary request it also is', async () => {
     const websocket: [string, string][] = [

@@ -1,6 +1,10 @@
+import type { Socket } from 'node:net';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, type MockInstance, vi } from 'vitest';
 import WebSocket from 'ws';
 
+import { WEBSOCKET_MESSAGE_ASSEMBLY } from '../../src/limits.js';
 import { captureLog } from '../support/captured-log.js';
 import { ManualClock } from '../support/clock.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
@@ -13,16 +17,21 @@ const PING = JSON.stringify({ type: 'ping' });
 /** What the attacking client lets its own library hold before it waits: it sends as fast as the server reads. */
 const CLIENT_BACKLOG_BYTES = 4 * 1024 * 1024;
 
+interface Closed {
+  code: number;
+  reason: string;
+}
+
+interface Opened {
+  socket: WebSocket;
+  closed: Promise<Closed>;
+}
+
 /** A raw graphql-transport-ws socket; with a token, authenticated (it waits for the ack). */
-async function open(
-  gateway: TestGateway,
-  token?: string,
-): Promise<{ socket: WebSocket; closed: Promise<{ code: number; reason: string }> }> {
+async function open(gateway: TestGateway, token?: string): Promise<Opened> {
   const socket = new WebSocket(`${gateway.url.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws');
   socket.on('error', () => {});
-  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
-    socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })),
-  );
+  const closed = new Promise<Closed>((resolve) => socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
   await new Promise((resolve) => socket.once('open', resolve));
   if (token !== undefined) {
     const acknowledged = nextMessage(socket);
@@ -139,3 +148,80 @@ describe("a socket's message rate", () => {
     expect(await closed).toEqual({ code: 1008, reason: 'too many messages: at most 1 a second' });
   });
 });
+
+describe('a message still being assembled', () => {
+  let gateway: TestGateway;
+
+  beforeAll(async () => {
+    gateway = await startTestGateway();
+    await gateway.seed(SEED);
+  });
+  afterAll(() => gateway?.stop());
+
+  const whenOpened = [
+    ['before connection_init', false],
+    ['after connection_init', true],
+  ] as const;
+  const openAt = async (authenticated: boolean) => open(gateway, authenticated ? await gateway.token(1) : undefined);
+
+  /**
+   * Sends `count` one-byte fragments of a text message, never its last, then a WebSocket ping
+   * (which may come between fragments): answers its pong, or how the socket closed before it.
+   */
+  async function fragmentsThenPing({ socket, closed }: Opened, count: number): Promise<'pong' | Closed> {
+    for (let index = 0; index < count; index += 1) socket.send('{', { fin: false });
+    const pong = new Promise<'pong'>((resolve) => socket.once('pong', () => resolve('pong')));
+    socket.ping();
+    return Promise.race([pong, closed]);
+  }
+
+  it.each(whenOpened)(
+    `comes in at most ${WEBSOCKET_MESSAGE_ASSEMBLY.fragments} frames (%s): one more closes the socket with 1008`,
+    async (_when, authenticated) => {
+      const within = await openAt(authenticated);
+      expect(await fragmentsThenPing(within, WEBSOCKET_MESSAGE_ASSEMBLY.fragments)).toBe('pong');
+      within.socket.terminate();
+      const over = await openAt(authenticated);
+      expect(await fragmentsThenPing(over, WEBSOCKET_MESSAGE_ASSEMBLY.fragments + 1)).toEqual({ code: 1008, reason: '' });
+    },
+  );
+
+  /**
+   * Writes one frame of a graphql-ws ping on the socket's connection, its first `trickled` bytes
+   * one per turn of the event loop (so that the server reads them apart), the rest at once:
+   * answers the pong, or how the socket closed before it.
+   */
+  async function trickledPing({ socket, closed }: Opened, trickled: number): Promise<'pong' | Closed> {
+    const frame = maskedTextFrame(JSON.stringify({ type: 'ping', payload: { filler: 'x'.repeat(1_000) } }));
+    const connection = (socket as unknown as { _socket: Socket })._socket;
+    for (let index = 0; index < trickled; index += 1) {
+      connection.write(frame.subarray(index, index + 1));
+      await nextTurn();
+    }
+    const pong = nextMessage(socket).then(() => 'pong' as const);
+    connection.write(frame.subarray(trickled));
+    return Promise.race([pong, closed]);
+  }
+
+  it.each(whenOpened)(
+    'comes in a bounded number of reads (%s): a frame written a byte at a time is refused with 1008',
+    async (_when, authenticated) => {
+      const whole = await openAt(authenticated);
+      expect(await trickledPing(whole, 0)).toBe('pong');
+      whole.socket.terminate();
+      // Written a byte a turn, the frame comes in about as many reads as it has bytes, however the kernel joins some.
+      const trickled = await openAt(authenticated);
+      expect(await trickledPing(trickled, 4 * WEBSOCKET_MESSAGE_ASSEMBLY.reads)).toEqual({ code: 1008, reason: '' });
+    },
+  );
+});
+
+/** A client's text frame, masked with a key of zeros (the payload goes as it is), in one piece. */
+function maskedTextFrame(text: string): Buffer {
+  const payload = Buffer.from(text);
+  const head = Buffer.alloc(8);
+  head[0] = 0x81; // FIN, text
+  head[1] = 0x80 | 126; // masked, a 16-bit length follows
+  head.writeUInt16BE(payload.length, 2);
+  return Buffer.concat([head, payload]);
+}

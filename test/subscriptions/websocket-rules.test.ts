@@ -12,7 +12,8 @@ import { OPERATION_LIMITS } from '../../src/operations/limits.js';
 import { ManualClock } from '../support/clock.js';
 import { graphql, startTestGateway, TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
-import { connect, connectAs, type Operation, refusalOf, type TestSocket } from '../support/websocket.js';
+import { exchange, rawRequest } from '../support/raw-http.js';
+import { connect, connectAs, type Operation, refusalOf, type TestSocket, websocketHandshake } from '../support/websocket.js';
 import { subscriptionsRunning } from './helpers.js';
 
 const API_KEY = 'sk-alice-websocket-0123456789';
@@ -22,6 +23,35 @@ const SEED = {
     { id: 2, username: 'bob', quota: 1 },
   ],
 };
+
+/** Request targets Express routes to `/graphql` (its router: the pathname as parseurl reads it, any case, one trailing slash). */
+const ROUTED_AS_GRAPHQL = [
+  '/graphql',
+  '/graphql/',
+  '/GraphQL',
+  '/GRAPHQL/',
+  '/graphql?',
+  '/graphql?query=%7B%20quota%20%7D',
+  '/graphql/?a=b',
+  '/graphql#top',
+  'http://chat.example.com/graphql',
+];
+/** Request targets that name `/graphql` only once normalised (dot segments, escapes), or not at all: HTTP answers 404. */
+const NOT_ROUTED = [
+  '/./graphql',
+  '/x/../graphql',
+  '/%2e/graphql',
+  '/x/%2E%2E/graphql',
+  '/graphql/.',
+  '/graphql//',
+  '//graphql',
+  '/%67raphql',
+  '/graphql%2F',
+  '/graphql;v=1',
+  '/graphql/x',
+  '/graphqlx',
+  '/nowhere',
+];
 
 const repeat = (count: number, piece: (index: number) => string) => Array.from({ length: count }, (_, index) => piece(index)).join(' ');
 
@@ -144,9 +174,27 @@ describe('who may open a socket', () => {
     expect(JSON.parse(refusal.body).errors[0]).toMatchObject({ extensions: { code: 'FORBIDDEN' } });
   });
 
-  it('serves WebSockets on /graphql only', async () => {
-    const refusal = await refusalOf(connect(gateway.url.replace(/$/, '/nowhere'), { connectionParams: {} }));
-    expect(refusal.status).toBe(404);
+  it('opens a socket on exactly the paths HTTP routes as /graphql, and answers the others as HTTP does', async () => {
+    const host = new URL(gateway.url).host;
+    const doorsOf = async (target: string) => {
+      const [http] = await exchange(gateway.url, [rawRequest('GET', target, [['Host', host]])], 1);
+      const handshake = websocketHandshake(target, host);
+      const [opening] = await exchange(gateway.url, [handshake.request], 1);
+      const opened = opening!.status === 101 && opening!.headers['sec-websocket-accept'] === handshake.accept;
+      return { http: http!.status, websocket: opened ? 'open' : opening!.status };
+    };
+    const seen: Record<string, unknown> = {};
+    const expected: Record<string, unknown> = {};
+    for (const target of ROUTED_AS_GRAPHQL) {
+      seen[target] = await doorsOf(target);
+      // Routed to /graphql over HTTP: without a credential, 401.
+      expected[target] = { http: 401, websocket: 'open' };
+    }
+    for (const target of NOT_ROUTED) {
+      seen[target] = await doorsOf(target);
+      expected[target] = { http: 404, websocket: 404 };
+    }
+    expect(seen).toEqual(expected);
   });
 });
 

@@ -15,36 +15,73 @@ export function rawRequest(method: string, target: string, headers: [string, str
   return `${method} ${target} HTTP/1.1\r\n${fields}\r\n${body}`;
 }
 
-/**
- * Opens one connection to `url`'s host and port, writes each of `writes` in its own turn of the
- * event loop (so that the server may read them apart), and reads `responses` responses (or
- * fewer, if the server closes first). Bodies are read by Content-Length or chunked coding.
- */
-export async function exchange(url: string, writes: string[], responses: number): Promise<RawResponse[]> {
+/** One client connection, kept open: requests are written on it and its responses read in order. */
+export interface RawConnection {
+  /** The connection's port on this side: the server sees it as the remote port. */
+  localPort: number;
+  /**
+   * Writes each of `writes` in its own turn of the event loop (so that the server may read them
+   * apart), and resolves with the next `responses` responses, or fewer if the server closes first
+   * or `withinMs` (when given) runs out first.
+   */
+  exchange(writes: string[], responses: number, withinMs?: number): Promise<RawResponse[]>;
+  close(): void;
+}
+
+/** Connects to `url`'s host and port. Bodies are read by Content-Length or chunked coding. */
+export async function openConnection(url: string): Promise<RawConnection> {
   const { hostname, port } = new URL(url);
   const socket = connect(Number(port), hostname);
-  const answers: RawResponse[] = [];
+  let answers: RawResponse[] = [];
   let received = Buffer.alloc(0);
-  const done = new Promise<void>((resolve, reject) => {
-    socket.on('data', (chunk: Buffer) => {
-      received = Buffer.concat([received, chunk]);
-      for (let parsed = parseResponse(received); parsed !== undefined; parsed = parseResponse(received)) {
-        answers.push(parsed.response);
-        received = received.subarray(parsed.length);
-      }
-      if (answers.length >= responses) resolve();
-    });
-    socket.once('close', () => resolve());
-    socket.once('error', reject);
+  let failure: Error | undefined;
+  let waiting: { responses: number; resolve: () => void; reject: (error: Error) => void } | undefined;
+  const settle = () => {
+    if (waiting === undefined) return;
+    if (failure !== undefined) waiting.reject(failure);
+    else if (socket.closed || answers.length >= waiting.responses) waiting.resolve();
+  };
+  socket.on('data', (chunk: Buffer) => {
+    received = Buffer.concat([received, chunk]);
+    for (let parsed = parseResponse(received); parsed !== undefined; parsed = parseResponse(received)) {
+      answers.push(parsed.response);
+      received = received.subarray(parsed.length);
+    }
+    settle();
   });
-  await new Promise<void>((resolve) => socket.once('connect', resolve));
-  for (const write of writes) {
-    socket.write(write);
-    await nextTurn();
+  socket.on('error', (error) => (failure = error));
+  socket.once('close', settle);
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  return {
+    localPort: socket.localPort!,
+    async exchange(writes, responses, withinMs) {
+      const done = new Promise<void>((resolve, reject) => (waiting = { responses, resolve, reject }));
+      const timer = withinMs === undefined ? undefined : setTimeout(() => waiting?.resolve(), withinMs);
+      for (const write of writes) {
+        socket.write(write);
+        await nextTurn();
+      }
+      settle();
+      await done.finally(() => {
+        clearTimeout(timer);
+        waiting = undefined;
+      });
+      const taken = answers.slice(0, responses);
+      answers = answers.slice(responses);
+      return taken;
+    },
+    close: () => socket.destroy(),
+  };
+}
+
+/** Opens one connection to `url`, exchanges `writes` for `responses` responses on it (see `RawConnection`), and closes it. */
+export async function exchange(url: string, writes: string[], responses: number, withinMs?: number): Promise<RawResponse[]> {
+  const connection = await openConnection(url);
+  try {
+    return await connection.exchange(writes, responses, withinMs);
+  } finally {
+    connection.close();
   }
-  await done;
-  socket.destroy();
-  return answers;
 }
 
 /** The first complete response in `data` and how many bytes it took, or undefined while it is incomplete. */

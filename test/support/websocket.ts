@@ -1,6 +1,8 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 
 import WebSocket from 'ws';
+
+import { rawRequest } from './raw-http.js';
 
 /** How a socket ended: its close code and reason as the client saw them. */
 export interface Closed {
@@ -173,4 +175,29 @@ export async function connectAs(
   const socket = await connect(baseUrl, { ...options, connectionParams: { Authorization: authorization } });
   await socket.acknowledged;
   return socket;
+}
+
+/** The GUID the WebSocket standard appends to a handshake's key (RFC 6455 §1.3). */
+const WEBSOCKET_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
+
+/**
+ * A graphql-transport-ws opening handshake on `target` exactly as given (a client's URL parser
+ * would normalise it), and the `Sec-WebSocket-Accept` a server that accepts it answers.
+ */
+export function websocketHandshake(target: string, host: string): { request: string; accept: string } {
+  const key = randomBytes(16).toString('base64');
+  const request = rawRequest('GET', target, [
+    ['Host', host],
+    ['Connection', 'Upgrade'],
+    ['Upgrade', 'websocket'],
+    ['Sec-WebSocket-Version', '13'],
+    ['Sec-WebSocket-Key', key],
+    ['Sec-WebSocket-Protocol', 'graphql-transport-ws'],
+  ]);
+  return {
+    request,
+    accept: createHash('sha1')
+      .update(key + WEBSOCKET_GUID)
+      .digest('base64'),
+  };
 }
