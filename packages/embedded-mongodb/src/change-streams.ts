@@ -216,7 +216,7 @@ export function changeStreamSource(engine: Engine, target: WatchTarget, spec: St
     release: () => {},
     tailable: { awaitData: true, finished: () => finished },
     batchFields: () => ({ postBatchResumeToken: resumeToken(readUpTo) }),
-    outlivesCollection: true,
+    changeStream: true,
   };
 }
 
