@@ -50,6 +50,11 @@ export interface ServiceOptions {
   scheduler?: Scheduler;
   /** Apollo Server plugins of one's own, besides the gateway's (they see every `/graphql` request). */
   apolloPlugins?: ApolloServerPlugin<RequestContext>[];
+  /**
+   * Starts the in-process engine (no MONGODB_URI) with MongoDB's test commands, so that fault tests
+   * can inject failures with `configureFailPoint`; never set by the command line or the environment.
+   */
+  enableTestCommands?: boolean;
 }
 
 export interface RunningService {
@@ -83,9 +88,9 @@ export interface Domains {
  * this user can enter (0700), never on a TCP port where anyone on the machine could rewrite
  * balances. Closing it removes the directory.
  */
-async function startPrivateEngine(): Promise<EmbeddedServer> {
+async function startPrivateEngine(enableTestCommands: boolean): Promise<EmbeddedServer> {
   const directory = await mkdtemp(join(tmpdir(), 'chat-gateway-'));
-  const server = await startEmbeddedServer({ socketPath: join(directory, 'mongodb.sock') });
+  const server = await startEmbeddedServer({ socketPath: join(directory, 'mongodb.sock'), enableTestCommands });
   return {
     uri: server.uri,
     async close() {
@@ -106,7 +111,7 @@ export async function startService(config: Config, logger: Logger, options: Serv
   let embedded: EmbeddedServer | undefined;
   let database: Database;
   try {
-    embedded = config.mongodbUri === undefined ? await startPrivateEngine() : undefined;
+    embedded = config.mongodbUri === undefined ? await startPrivateEngine(options.enableTestCommands ?? false) : undefined;
     database = await connectDatabase(config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME), logger);
   } catch (error) {
     await embedded?.close();
