@@ -14,10 +14,14 @@ export const UNAVAILABLE_SENTENCE = 'service temporarily unavailable, try again 
  * A gateway in production mode (no stack traces, internal errors masked: what operators and
  * clients see) on the fault database, connected through its proxy under the fault tests' appName.
  */
-export function startFaultGateway(faults: FaultDatabase, environment: Record<string, string> = {}): Promise<TestGateway> {
+export function startFaultGateway(
+  faults: FaultDatabase,
+  environment: Record<string, string> = {},
+  options: Omit<Parameters<typeof startTestGateway>[1], 'database'> = {},
+): Promise<TestGateway> {
   return startTestGateway(
     { MONGODB_URI: faults.gatewayUri, NODE_ENV: 'production', SHUTDOWN_DELAY_MS: '0', METRICS_TOKEN, ...environment },
-    { database: faults.database },
+    { ...options, database: faults.database },
   );
 }
 

@@ -36,7 +36,7 @@ export interface FaultDatabase {
   failCommand(mode: FailPointMode, data: Document): Promise<void>;
   /** Sets mongod's `failGetMoreAfterCursorCheckout` (a getMore fails once its cursor is found) for the gateway's connections. */
   failGetMoreAfterCursorCheckout(mode: FailPointMode, data: Document): Promise<void>;
-  /** Turns every fail point off; answers how many times each fired since it was last set. */
+  /** Turns every fail point off and relays every reply again; answers how many times each fail point fired since it was last set. */
   off(): Promise<Record<FailPointName, number>>;
   stop(): Promise<void>;
 }
@@ -105,6 +105,7 @@ export async function startFaultDatabase(): Promise<FaultDatabase> {
     failCommand: set('failCommand'),
     failGetMoreAfterCursorCheckout: set('failGetMoreAfterCursorCheckout'),
     async off() {
+      proxy.relayAll();
       const fired = { failCommand: 0, failGetMoreAfterCursorCheckout: 0 };
       for (const name of ['failCommand', 'failGetMoreAfterCursorCheckout'] as const) {
         const count = await configure(name, 'off');

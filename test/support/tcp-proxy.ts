@@ -24,6 +24,8 @@ export interface TcpProxy {
    * does meanwhile happens after the server ran that command and before the client hears of it.
    */
   holdReply(matches: (command: Document) => boolean, release: () => Promise<unknown>): void;
+  /** Forgets the replies still to be lost or held: commands to come are relayed as they are. */
+  relayAll(): void;
   close(): Promise<void>;
 }
 
@@ -149,6 +151,9 @@ export async function startTcpProxy(target: number | ProxyTarget): Promise<TcpPr
     },
     holdReply(matches, release) {
       rules.push({ matches, remaining: 1, fate: release });
+    },
+    relayAll() {
+      rules.length = 0;
     },
     lostReplies: () => [...lost],
     async close() {
