@@ -196,6 +196,21 @@ describe.skipIf(external)('the failCommand fail point', () => {
     expect((await serverError(other.db(t.database.dbName).collection('apps').findOne())).code).toBe(2);
   });
 
+  it("namespace narrows it to one collection's commands, a getMore's by the collection it names", async () => {
+    await t.collection('one').insertMany([{ _id: 1 }, { _id: 2 }]);
+    await t.collection('two').insertMany([{ _id: 1 }, { _id: 2 }]);
+    const namespace = `${t.database.dbName}.two`;
+    await configure('alwaysOn', { failCommands: ['find', 'getMore'], errorCode: 2, namespace });
+    const firstBatch = { batchSize: 1 };
+    const one = await t.db.command({ find: 'one', ...firstBatch });
+    expect(await t.db.command({ getMore: one.cursor.id, collection: 'one' })).toMatchObject({ ok: 1 });
+    expect((await serverError(t.db.command({ find: 'two', ...firstBatch }))).code).toBe(2);
+
+    await configure('alwaysOn', { failCommands: ['getMore'], errorCode: 2, namespace });
+    const two = await t.db.command({ find: 'two', ...firstBatch });
+    expect((await serverError(t.db.command({ getMore: two.cursor.id, collection: 'two' }))).code).toBe(2);
+  });
+
   it('fails a getMore before the server knows its cursor is a change stream: no ResumableChangeStreamError', async () => {
     const aggregate = { aggregate: 'stream', pipeline: [{ $changeStream: {} }], cursor: {} };
     const { cursor } = await t.db.command(aggregate);

@@ -40,7 +40,8 @@ export function failCommandTarget(
   command: string,
   canonical: (name: string) => string,
 ): FailCommandTarget {
-  const collection: unknown = request.body[request.name];
+  // A getMore names its cursor's collection in `collection` (mongod's GetMoreCommandRequest namespace).
+  const collection: unknown = command === 'getMore' ? request.body.collection : request.body[request.name];
   return {
     command,
     ns: typeof collection === 'string' ? `${request.db}.${collection}` : request.db,
