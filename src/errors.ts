@@ -179,7 +179,7 @@ const TRANSIENT_LABELS = [
  * own error classes and labels, and the codes it retries. Anything else (a programming error such
  * as 2 BadValue) is internal.
  */
-function isDatabaseUnavailable(error: unknown): boolean {
+export function isDatabaseUnavailable(error: unknown): boolean {
   if (
     error instanceof MongoNetworkError ||
     error instanceof MongoServerSelectionError ||
