@@ -69,9 +69,12 @@ export async function faultTestsUnavailable(): Promise<string | undefined> {
   }
 }
 
-/** A fresh test database with test commands, a proxy in front of its primary, and the test's own client. */
-export async function startFaultDatabase(): Promise<FaultDatabase> {
-  const database = await startTestDatabase({ enableTestCommands: true });
+/**
+ * A fresh test database with test commands (or `database`, which `stop` then stops), a proxy in
+ * front of its primary, and the test's own client.
+ */
+export async function startFaultDatabase(given: { database?: TestDatabase } = {}): Promise<FaultDatabase> {
+  const database = given.database ?? (await startTestDatabase({ enableTestCommands: true }));
   const appName = `chat-gateway-under-test-${randomBytes(4).toString('hex')}`;
   const client = await MongoClient.connect(database.uri, { appName: TEST_CLIENT_APP_NAME });
   const admin = client.db('admin');
