@@ -1,6 +1,15 @@
 import { ApolloServerErrorCode } from '@apollo/server/errors';
 import { type ExecutionResult, GraphQLError, type GraphQLFormattedError } from 'graphql';
-import { MongoNetworkError, MongoNotConnectedError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError } from 'mongodb';
+import {
+  MongoClientClosedError,
+  MongoError,
+  MongoErrorLabel,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoServerClosedError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+} from 'mongodb';
 
 /**
  * Failures: the closed set of ways a request fails, each with its code and HTTP status,
@@ -158,18 +167,44 @@ export const methodNotAllowed = (allowed: string) =>
 /** Anything unexpected: a bug, or a failure nobody foresaw. Its message never reaches a client. */
 export const internal = (cause: unknown) => new Failure('internal', INTERNAL_MESSAGE, { cause });
 
-/** Server codes meaning "this server cannot serve right now" (shutting down, stepping down, not primary). */
-const UNAVAILABLE_SERVER_CODES = new Set([91, 189, 10107, 11600, 11602, 13435, 13436]);
+/**
+ * The codes the drivers' retryable reads and retryable writes specifications call retryable: the
+ * server cannot serve now (not primary, stepping down, shutting down, a network failure or a time
+ * limit between members). The driver retries an operation once on them and does not export its
+ * list; a read fails with them unlabelled, so the code is all there is to go by.
+ */
+const RETRYABLE_CODES = new Set([6, 7, 89, 91, 134, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
+/** WriteConcernTimeout: the write is applied, but its replication was not confirmed in time. */
+const WRITE_CONCERN_TIMEOUT = 64;
+/** Labels by which the server (or the driver) says that the same operation may succeed if tried again. */
+const TRANSIENT_LABELS = [
+  MongoErrorLabel.RetryableWriteError,
+  MongoErrorLabel.TransientTransactionError,
+  MongoErrorLabel.ResumableChangeStreamError,
+  MongoErrorLabel.SystemOverloadedError,
+  MongoErrorLabel.RetryableError,
+];
 
-/** Whether an error means the database cannot be reached or cannot serve right now, rather than a bug. */
-function isDatabaseUnavailable(error: unknown): boolean {
-  return (
+/**
+ * Whether an error means the database cannot be reached or cannot serve right now (an election, a
+ * shutdown, a lost connection, an overloaded or lagging cluster), rather than a bug: by the driver's
+ * own error classes and labels, and the codes it retries. Anything else (a programming error such
+ * as 2 BadValue) is internal.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (
     error instanceof MongoNetworkError ||
     error instanceof MongoServerSelectionError ||
     error instanceof MongoTopologyClosedError ||
-    error instanceof MongoNotConnectedError ||
-    (error instanceof MongoServerError && UNAVAILABLE_SERVER_CODES.has(Number(error.code)))
-  );
+    error instanceof MongoServerClosedError ||
+    error instanceof MongoClientClosedError ||
+    error instanceof MongoNotConnectedError
+  ) {
+    return true;
+  }
+  if (!(error instanceof MongoError)) return false;
+  const code = Number(error.code);
+  return TRANSIENT_LABELS.some((label) => error.hasErrorLabel(label)) || RETRYABLE_CODES.has(code) || code === WRITE_CONCERN_TIMEOUT;
 }
 
 /** The failure anything thrown while serving a request stands for. */

@@ -55,6 +55,11 @@ export interface ServiceOptions {
   apolloPlugins?: ApolloServerPlugin<RequestContext>[];
   /** Checks of one's own, run by every door after the per-caller rate limit (see `AdmissionChecks`). */
   admissionChecks?: AdmissionCheck[];
+  /**
+   * Starts the in-process engine (no MONGODB_URI) with MongoDB's test commands, so that fault tests
+   * can inject failures with `configureFailPoint`; never set by the command line or the environment.
+   */
+  enableTestCommands?: boolean;
 }
 
 export interface RunningService {
@@ -88,9 +93,9 @@ export interface Domains {
  * this user can enter (0700), never on a TCP port where anyone on the machine could rewrite
  * balances. Closing it removes the directory.
  */
-async function startPrivateEngine(): Promise<EmbeddedServer> {
+async function startPrivateEngine(enableTestCommands: boolean): Promise<EmbeddedServer> {
   const directory = await mkdtemp(join(tmpdir(), 'chat-gateway-'));
-  const server = await startEmbeddedServer({ socketPath: join(directory, 'mongodb.sock') });
+  const server = await startEmbeddedServer({ socketPath: join(directory, 'mongodb.sock'), enableTestCommands });
   return {
     uri: server.uri,
     async close() {
@@ -138,11 +143,11 @@ interface Parts {
 }
 
 /** Traces (the SDK is loaded only with an OTLP endpoint), then the database: the real one, or the embedded engine in this process. */
-async function openDatabase(config: Config, logger: Logger, closers: Closers) {
+async function openDatabase(config: Config, logger: Logger, closers: Closers, enableTestCommands: boolean) {
   const tracing = await startTracing(config.tracing, { name: 'chat-gateway', version: packageVersion }, logger);
   // Last to close, so that the spans of everything else are sent.
   closers.push(() => tracing.shutdown());
-  const embedded = config.mongodbUri === undefined ? await startPrivateEngine() : undefined;
+  const embedded = config.mongodbUri === undefined ? await startPrivateEngine(enableTestCommands) : undefined;
   if (embedded !== undefined) closers.push(() => embedded.close());
   const database = await connectDatabase(config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME), logger);
   closers.push(() => database.close());
@@ -151,7 +156,7 @@ async function openDatabase(config: Config, logger: Logger, closers: Closers) {
 }
 
 async function serve(config: Config, logger: Logger, options: Started, closers: Closers): Promise<RunningService> {
-  const { tracing, embedded, database } = await openDatabase(config, logger, closers);
+  const { tracing, embedded, database } = await openDatabase(config, logger, closers, options.enableTestCommands ?? false);
   const clock = options.clock ?? systemClock;
   const domains = createDomains(config, logger, database, clock, tracing);
   await buildIndexes(database.connection);

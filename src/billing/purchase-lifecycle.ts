@@ -152,7 +152,9 @@ export class PurchaseLifecycle {
         ...(traceparent === undefined ? {} : { traceparent }),
       };
       const owner = this.newLeaseOwner();
-      if (await this.store.open(terms, owner, this.at(0), this.at(this.leaseMs))) return this.charge(terms, owner);
+      if (await this.beforeSending(terms, () => this.store.open(terms, owner, this.at(0), this.at(this.leaseMs)))) {
+        return this.charge(terms, owner);
+      }
       // Only a key held by another purchase keeps one from being opened.
       const earlier = await this.answerForKey(buyer.userId, buyer.idempotencyKey!, buyer.quota);
       if (earlier !== undefined) return earlier;
@@ -163,16 +165,8 @@ export class PurchaseLifecycle {
 
   /** Sends the order of a purchase just opened and settles it by the provider's answer. */
   private async charge(terms: PurchaseTerms, owner: string): Promise<BuyResult> {
-    if (!(await this.accounts.addPendingOrder(terms.userId, terms.orderId))) {
-      await this.close(terms, ['opened'], { state: 'declined', reason: 'never-sent' });
-      return { outcome: 'no-account' };
-    }
-    if (!(await this.store.markPending(terms.orderId, owner, this.at(this.leaseMs)))) {
-      // A sweep closed it meanwhile, perhaps before the order was on the list: it is final, so removing it is safe.
-      await this.accounts.dropOrder(terms.userId, terms.orderId);
-      return { outcome: 'not-sent' };
-    }
-
+    const stopped = await this.beforeSending(terms, () => this.readyToSend(terms, owner));
+    if (stopped !== undefined) return stopped;
     let paid: boolean;
     try {
       paid = (await this.sso.pay({ user: terms.username, order: terms.orderId, amount: terms.amount })) === 'paid';
@@ -184,12 +178,63 @@ export class PurchaseLifecycle {
       }
       return { outcome: 'not-confirmed' };
     }
-    if (!paid) {
-      await this.decline(terms, 'pending', 'insufficient-funds');
-      return { outcome: 'insufficient-funds' };
+    return this.settleAnswered(terms, paid);
+  }
+
+  /** Puts the order on its buyer's list and the purchase in `pending`; the outcome when it must not be sent. */
+  private async readyToSend(terms: PurchaseTerms, owner: string): Promise<BuyResult | undefined> {
+    if (!(await this.accounts.addPendingOrder(terms.userId, terms.orderId))) {
+      await this.close(terms, ['opened'], { state: 'declined', reason: 'never-sent' });
+      return { outcome: 'no-account' };
     }
-    const balanceMicros = (await this.creditPaid(terms)) ?? (await this.accounts.balance(terms.userId)).micros;
-    return { outcome: 'credited', balanceMicros };
+    if (!(await this.store.markPending(terms.orderId, owner, this.at(this.leaseMs)))) {
+      // A sweep closed it meanwhile, perhaps before the order was on the list: it is final, so removing it is safe.
+      await this.accounts.dropOrder(terms.userId, terms.orderId);
+      return { outcome: 'not-sent' };
+    }
+    return undefined;
+  }
+
+  /**
+   * A buy whose write fails before its order is sent (an election, a write whose outcome it cannot
+   * know, such as a write concern error) never sends it: the purchase, if it was recorded at all,
+   * is closed as never sent, from `opened` or from the `pending` only this buy could have moved it
+   * to, so that its key is free at once; then the failure goes on. If the database refuses that
+   * too, the sweep closes an `opened` one once its lease is over.
+   */
+  private async beforeSending<T>(terms: PurchaseTerms, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      await this.decline(terms, ['opened', 'pending'], 'never-sent').catch((failure: unknown) => {
+        this.logger.warn({ err: failure, orderId: terms.orderId }, 'a purchase whose order was never sent could not be closed yet');
+      });
+      throw error;
+    }
+  }
+
+  /**
+   * The provider answered: its answer is the buyer's, whatever the database does next. When it
+   * fails to take the answer in (an election, a write whose outcome is unknown), the purchase is
+   * settled later, from the state the database holds, and the buyer is told so; never told to try
+   * again, which would buy twice.
+   */
+  private async settleAnswered(terms: PurchaseTerms, paid: boolean): Promise<BuyResult> {
+    try {
+      if (!paid) {
+        await this.decline(terms, ['pending'], 'insufficient-funds');
+        return { outcome: 'insufficient-funds' };
+      }
+      const balanceMicros = (await this.creditPaid(terms)) ?? (await this.accounts.balance(terms.userId)).micros;
+      return { outcome: 'credited', balanceMicros };
+    } catch (error) {
+      this.logger.warn(
+        { err: error, orderId: terms.orderId, paid },
+        'the provider answered, but the database failed to record it; the purchase is settled later',
+      );
+      this.dueListener?.(this.clock.now() + LEASE_SLACK_MS);
+      return paid ? { outcome: 'not-confirmed' } : { outcome: 'insufficient-funds' };
+    }
   }
 
   /**
@@ -343,7 +388,7 @@ export class PurchaseLifecycle {
     const owner = this.newLeaseOwner();
     const purchase = await this.store.claimPending(orderId, owner, this.at(this.leaseMs));
     if (purchase !== null) {
-      await this.decline(purchase, 'pending', 'closed-by-operator');
+      await this.decline(purchase, ['pending'], 'closed-by-operator');
       this.logger.warn({ orderId, userId: purchase.userId, amount: purchase.amount }, 'an unsettled purchase was closed by an operator');
     }
     return { ...checked, after: (await this.store.find(orderId))?.state ?? checked.after };
@@ -366,7 +411,7 @@ export class PurchaseLifecycle {
   private async work(purchase: PurchaseRecord, owner: string): Promise<PurchaseState> {
     if (purchase.state === 'opened') {
       // Its buy stopped before the order was sent: the provider never heard of it, and never will.
-      await this.decline(purchase, 'opened', 'never-sent');
+      await this.decline(purchase, ['opened'], 'never-sent');
       return 'declined';
     }
     if (purchase.state === 'crediting') {
@@ -392,7 +437,7 @@ export class PurchaseLifecycle {
       return 'pending';
     }
     if (answer === 'paid') await this.creditPaid(purchase);
-    else await this.decline(purchase, 'pending', 'unpaid');
+    else await this.decline(purchase, ['pending'], 'unpaid');
     if (purchase.state === 'pending') {
       this.logger.info(
         { orderId: purchase.orderId, userId: purchase.userId, answer, checks: purchase.checks },
@@ -414,16 +459,23 @@ export class PurchaseLifecycle {
     return null;
   }
 
-  /** Adds the points of a purchase in `crediting` (at most once) and closes it; null when they were added before. */
+  /**
+   * Adds the points of a purchase in `crediting` (at most once) and closes it; null when they were
+   * added before. Once the points are in, a close that fails leaves the purchase in `crediting`,
+   * due again shortly: the next pass closes it without adding them again.
+   */
   private async finishCrediting(terms: PurchaseTerms): Promise<number | null> {
     const balance = await this.accounts.creditOrder(terms.userId, terms.orderId, pointsToMicros(terms.quota));
-    await this.close(terms, ['crediting'], { state: 'credited', late: false });
+    await this.close(terms, ['crediting'], { state: 'credited', late: false }).catch((error: unknown) => {
+      this.logger.warn({ err: error, orderId: terms.orderId }, 'a credited purchase could not be closed yet; it is closed later');
+      this.dueListener?.(this.clock.now() + LEASE_SLACK_MS);
+    });
     return balance;
   }
 
   /** Closes an unfinished purchase without points, then takes its order off the user's list. */
-  private async decline(terms: PurchaseTerms, from: 'opened' | 'pending', reason: DeclineReason): Promise<void> {
-    if (await this.close(terms, [from], { state: 'declined', reason })) await this.accounts.dropOrder(terms.userId, terms.orderId);
+  private async decline(terms: PurchaseTerms, from: readonly ('opened' | 'pending')[], reason: DeclineReason): Promise<void> {
+    if (await this.close(terms, from, { state: 'declined', reason })) await this.accounts.dropOrder(terms.userId, terms.orderId);
   }
 
   private async creditLate(purchase: PurchaseRecord): Promise<void> {

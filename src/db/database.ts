@@ -1,7 +1,7 @@
 import mongoose, { type Connection } from 'mongoose';
 
 import type { Logger } from '../logger.js';
-import { describeMongodbUri } from './uri.js';
+import { describeMongodbUri, uriOption } from './uri.js';
 
 export interface Database {
   /** Each domain binds its models to it. */
@@ -17,6 +17,12 @@ const SERVER_SELECTION_TIMEOUT_MS = 2_000;
 const CONNECT_TIMEOUT_MS = 2_000;
 /** A server that accepted a command but stopped answering (hung, paused, network partition). */
 const SOCKET_TIMEOUT_MS = 3_000;
+/**
+ * How the gateway's connections introduce themselves: MongoDB logs it with each connection and
+ * slow operation, and shows it in `$currentOp` and the profiler. `appName` in the connection
+ * string wins, so each deployment can name its own.
+ */
+export const DEFAULT_APP_NAME = 'chat-gateway';
 
 export interface DatabaseOptions {
   /**
@@ -35,6 +41,7 @@ export async function connectDatabase(uri: string, logger?: Logger, options: Dat
     bufferCommands: false,
     // Command events feed the database metrics and let tests count commands per request.
     monitorCommands: true,
+    ...(uriOption(uri, 'appName') === undefined && { appName: DEFAULT_APP_NAME }),
   });
   let closing = false;
   let connected = false;

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { type ChangeStream, type ChangeStreamOptions, type Collection, type Document, MongoServerError, type ResumeToken } from 'mongodb';
 
+import { isDatabaseUnavailable } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { Inbox, MISSED, type Missed } from './inbox.js';
 
@@ -57,6 +58,9 @@ const HISTORY_LOST_CODES = new Set([
   260, // InvalidResumeToken
 ]);
 
+/** The label by which the server says that a change stream cannot be resumed (the driver has no constant for it). */
+const NON_RESUMABLE_LABEL = 'NonResumableChangeStreamError';
+
 /**
  * One change stream on one collection for this whole process, fanned out in memory to the
  * listeners of each user, so that a thousand subscribers cost one stream and not a thousand.
@@ -64,8 +68,9 @@ const HISTORY_LOST_CODES = new Set([
  * The stream is opened when the first listener arrives and closed once none is left. Cut by a
  * database hiccup, it is opened again from the resume token of its last change (retrying with
  * growing waits while the database is away), so no change is lost. If the database no longer
- * holds the changes since that token (its oplog rolled over, or it restarted), the stream is
- * opened from now, this is logged, and every listener gets `MISSED`.
+ * holds the changes since that token (its oplog rolled over, or it restarted), or the stream
+ * failed with an error it cannot resume from, the stream is opened from now, this is logged,
+ * and every listener gets `MISSED`.
  */
 export class ChangeFeed<Change> {
   private readonly listeners = new Map<number, Set<FeedListener<Change>>>();
@@ -211,11 +216,18 @@ export class ChangeFeed<Change> {
       life.opened(error);
       return false;
     }
-    if (isHistoryLost(error)) {
-      logger.warn(
-        { err: error, collection: this.name },
-        'change stream history lost: the database no longer holds the changes since the last one delivered (it restarted, or its oplog rolled over); reopened from now, and every subscriber is told that changes were missed',
-      );
+    if (isHistoryLost(error) || !isTransient(error)) {
+      if (isHistoryLost(error)) {
+        logger.warn(
+          { err: error, collection: this.name },
+          'change stream history lost: the database no longer holds the changes since the last one delivered (it restarted, or its oplog rolled over); reopened from now, and every subscriber is told that changes were missed',
+        );
+      } else {
+        logger.error(
+          { err: error, collection: this.name },
+          'change stream failed with an error it cannot resume from: reopened from now, and every subscriber is told that changes were missed',
+        );
+      }
       observer.streamRestarted(this.name, false);
       life.token = undefined;
       life.failures = 0;
@@ -246,4 +258,16 @@ export class ChangeFeed<Change> {
 
 function isHistoryLost(error: unknown): boolean {
   return error instanceof MongoServerError && HISTORY_LOST_CODES.has(Number(error.code));
+}
+
+/**
+ * Whether the stream may go on from its last change once the database answers again: it was cut
+ * by an election, a shutdown or the network (what the driver could not resume itself, such as an
+ * unlabelled error of a getMore failed before its cursor was found). An error the server says a
+ * stream cannot resume from, or any other (a change too large to send), would fail again at the
+ * same place.
+ */
+function isTransient(error: unknown): boolean {
+  if (error instanceof MongoServerError && error.hasErrorLabel(NON_RESUMABLE_LABEL)) return false;
+  return isDatabaseUnavailable(error);
 }

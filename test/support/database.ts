@@ -15,9 +15,10 @@ export interface TestDatabase {
 
 /**
  * A fresh database for one test file: on the real MongoDB named by
- * `MONGODB_URI` when set, otherwise on an embedded engine on a free loopback port.
+ * `MONGODB_URI` when set, otherwise on an embedded engine on a free loopback port
+ * (with MongoDB's test commands, `configureFailPoint`, when `enableTestCommands`).
  */
-export async function startTestDatabase(): Promise<TestDatabase> {
+export async function startTestDatabase(options: { enableTestCommands?: boolean } = {}): Promise<TestDatabase> {
   const dbName = `test_${randomBytes(6).toString('hex')}`;
   const external = process.env.MONGODB_URI;
   if (external) {
@@ -35,6 +36,6 @@ export async function startTestDatabase(): Promise<TestDatabase> {
       },
     };
   }
-  const server = await startEmbeddedServer({ host: '127.0.0.1', port: 0 });
+  const server = await startEmbeddedServer({ host: '127.0.0.1', port: 0, enableTestCommands: options.enableTestCommands });
   return { uri: withDatabaseName(server.uri, dbName), dbName, stop: () => server.close() };
 }

@@ -16,10 +16,13 @@ export interface EmbeddedDbProcess {
 
 /**
  * `node dist/cli/embedded-db.js` as its own process, which a test can crash, restart and freeze:
- * a single-member replica set, or a standalone server with `standalone`.
+ * a single-member replica set, or a standalone server with `standalone`; with MongoDB's test
+ * commands (`configureFailPoint`) when `enableTestCommands`.
  */
-export async function startEmbeddedDbProcess(options: { standalone?: boolean } = {}): Promise<EmbeddedDbProcess> {
-  const flags = options.standalone ? ['--standalone'] : [];
+export async function startEmbeddedDbProcess(
+  options: { standalone?: boolean; enableTestCommands?: boolean } = {},
+): Promise<EmbeddedDbProcess> {
+  const flags = [...(options.standalone ? ['--standalone'] : []), ...(options.enableTestCommands ? ['--enable-test-commands'] : [])];
   const launch = (port: number) => launchOn(port, flags);
   let current = await launch(0);
   const port = Number(new URL(current.uri).port);

@@ -20,6 +20,8 @@ import { parseArgs } from 'node:util';
 
 import { MongoClient } from 'mongodb';
 
+import { DRIVER_SPEC_USAGE, driverSpecOptions, runDriverSpec } from './driver-spec.js';
+
 const USAGE = `Usage: npm run conformance -- <mongoose checkout> [options]
 
 Runs Mongoose's test suite (mocha, test/**/*.test.js, 10 s per test as its CI) against
@@ -31,7 +33,9 @@ the embedded engine and prints counts per file and the classified failures.
   --standalone    engine as a standalone server (no change streams, no retryable writes)
   --uri URI       use the server at URI instead of starting one
   --json FILE     also write mocha's JSON report to FILE
-  --help          this text`;
+  --help          this text
+
+${DRIVER_SPEC_USAGE}`;
 
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
@@ -176,6 +180,11 @@ async function main(): Promise<void> {
         standalone: { type: 'boolean', default: false },
         uri: { type: 'string' },
         json: { type: 'string' },
+        'driver-spec': { type: 'string' },
+        area: { type: 'string', multiple: true },
+        grep: { type: 'string' },
+        'test-timeout': { type: 'string' },
+        log: { type: 'string' },
         help: { type: 'boolean', default: false },
       },
     });
@@ -185,6 +194,12 @@ async function main(): Promise<void> {
   const { values, positionals } = parsed;
   if (values.help) {
     console.log(USAGE);
+    return;
+  }
+  if (values['driver-spec'] !== undefined) {
+    if (positionals.length > 0 || values['replica-set'] || values.uri)
+      fail('--driver-spec takes no mongoose checkout, --replica-set or --uri');
+    await runDriverSpec(driverSpecOptions(values), values.json);
     return;
   }
   if (positionals.length !== 1) fail('give the path of a mongoose checkout (see --help)');

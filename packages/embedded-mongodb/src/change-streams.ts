@@ -24,13 +24,20 @@ interface StreamSpec {
   startAfterInvalidate: boolean;
 }
 
-/** A place in the oplog as a resume token encodes it: a cluster time, and whether it is the invalidate that follows it. */
+/**
+ * A place in the oplog as a resume token encodes it: a cluster time and what
+ * stands there. An event token resumes after that event (and an invalidate
+ * token after the invalidate that follows it); a high-water mark, as MongoDB's
+ * postBatchResumeToken before any event, resumes with the events at its time.
+ */
 interface Position {
   time: Timestamp;
-  invalidate: boolean;
-  /** startAtOperationTime is inclusive: events at `time` itself are returned. */
-  inclusive?: boolean;
+  kind: TokenKind;
 }
+
+/** Token kinds in their order at one cluster time (the hex digits they are encoded with). */
+const TOKEN_KINDS = ['highWaterMark', 'event', 'invalidate'] as const;
+type TokenKind = (typeof TOKEN_KINDS)[number];
 
 const SPEC_FIELDS = new Set([
   'fullDocument',
@@ -48,17 +55,17 @@ const STAGES = new Set(['$addFields', '$match', '$project', '$replaceRoot', '$re
 
 /** A resume token: `{_data: hex}`, opaque to clients, ordered like the oplog. */
 function resumeToken(position: Position): Document {
-  const hex = (n: number): string => n.toString(16).toUpperCase().padStart(8, '0');
-  return { _data: `82${hex(position.time.high)}${hex(position.time.low)}${position.invalidate ? '01' : '00'}` };
+  const hex = (n: number, width: number): string => n.toString(16).toUpperCase().padStart(width, '0');
+  return { _data: `82${hex(position.time.high, 8)}${hex(position.time.low, 8)}${hex(TOKEN_KINDS.indexOf(position.kind), 2)}` };
 }
 
 function parseToken(token: unknown, option: string): Position {
   const data = isPlainObject(token) ? token._data : undefined;
-  const match = typeof data === 'string' ? /^82([0-9A-F]{8})([0-9A-F]{8})(0[01])$/i.exec(data) : null;
+  const match = typeof data === 'string' ? /^82([0-9A-F]{8})([0-9A-F]{8})(0[012])$/i.exec(data) : null;
   if (!match) throw new CommandError(ErrorCode.FailedToParse, `Bad resume token: ${option} must be a resume token produced by this server`);
   return {
     time: new Timestamp({ t: parseInt(match[1]!, 16), i: parseInt(match[2]!, 16) }),
-    invalidate: match[3] === '01',
+    kind: TOKEN_KINDS[Number(match[3])]!,
   };
 }
 
@@ -103,7 +110,7 @@ export function parseChangeStream(engine: Engine, spec: unknown, rest: Document[
   let startAfterInvalidate = false;
   if (spec.resumeAfter !== undefined) {
     start = parseToken(spec.resumeAfter, 'resumeAfter');
-    if (start.invalidate) {
+    if (start.kind === 'invalidate') {
       throw new CommandError(
         ErrorCode.InvalidResumeToken,
         "Attempting to resume a change stream using 'resumeAfter' is not allowed from an invalidate notification",
@@ -111,7 +118,7 @@ export function parseChangeStream(engine: Engine, spec: unknown, rest: Document[
     }
   } else if (spec.startAfter !== undefined) {
     start = parseToken(spec.startAfter, 'startAfter');
-    startAfterInvalidate = start.invalidate;
+    startAfterInvalidate = start.kind === 'invalidate';
   } else if (spec.startAtOperationTime !== undefined) {
     if (!(spec.startAtOperationTime instanceof Timestamp)) {
       throw new CommandError(
@@ -119,7 +126,7 @@ export function parseChangeStream(engine: Engine, spec: unknown, rest: Document[
         "BSON field '$changeStream.startAtOperationTime' is the wrong type, expected type 'timestamp'",
       );
     }
-    start = { time: spec.startAtOperationTime, invalidate: false, inclusive: true };
+    start = { time: spec.startAtOperationTime, kind: 'highWaterMark' };
   }
   return { fullDocument, fullDocumentBeforeChange, start, startAfterInvalidate };
 }
@@ -142,16 +149,18 @@ export function changeStreamSource(engine: Engine, target: WatchTarget, spec: St
         'Resume of change stream was not possible, as the resume point may no longer be in the oplog.',
       );
     }
-    position = spec.start.inclusive ? oplog.positionFrom(time) : oplog.positionAfter(time);
-    readUpTo = { time, invalidate: spec.start.invalidate };
+    position = spec.start.kind === 'highWaterMark' ? oplog.positionFrom(time) : oplog.positionAfter(time);
+    readUpTo = spec.start;
   } else {
-    position = oplog.positionAfter(oplog.latest());
-    readUpTo = { time: oplog.latest(), invalidate: false };
+    // A new stream starts at the moment after the latest change, as mongod's does.
+    const latest = oplog.latest();
+    position = oplog.positionAfter(latest);
+    readUpTo = { time: new Timestamp({ t: latest.high, i: latest.low + 1 }), kind: 'highWaterMark' };
   }
   let finished = false;
   /** An invalidate to return next (after the drop or rename that causes it). */
   let pendingInvalidate: ChangeEvent | undefined;
-  if (spec.start && !spec.start.invalidate && !spec.start.inclusive) {
+  if (spec.start?.kind === 'event') {
     // Resuming right after a drop of the watched collection: its invalidate comes first.
     const resumed = oplog.at(position - 1);
     if (resumed && resumed.clusterTime.equals(spec.start.time) && invalidates(target, resumed)) pendingInvalidate = resumed;
@@ -167,7 +176,7 @@ export function changeStreamSource(engine: Engine, target: WatchTarget, spec: St
         const cause = pendingInvalidate;
         pendingInvalidate = undefined;
         finished = true;
-        readUpTo = { time: cause.clusterTime, invalidate: true };
+        readUpTo = { time: cause.clusterTime, kind: 'invalidate' };
         return asBuffer(
           BSON.serialize({
             _id: resumeToken(readUpTo),
@@ -186,7 +195,7 @@ export function changeStreamSource(engine: Engine, target: WatchTarget, spec: St
       const event = oplog.at(position);
       if (!event) return undefined;
       position++;
-      readUpTo = { time: event.clusterTime, invalidate: false };
+      readUpTo = { time: event.clusterTime, kind: 'event' };
       if (!concerns(target, event)) continue;
       if (invalidates(target, event)) pendingInvalidate = event;
       const shaped = shape(engine, event, spec);
@@ -207,7 +216,7 @@ export function changeStreamSource(engine: Engine, target: WatchTarget, spec: St
     release: () => {},
     tailable: { awaitData: true, finished: () => finished },
     batchFields: () => ({ postBatchResumeToken: resumeToken(readUpTo) }),
-    outlivesCollection: true,
+    changeStream: true,
   };
 }
 
@@ -256,7 +265,7 @@ function invalidates(target: WatchTarget, event: ChangeEvent): boolean {
 /** A change event as MongoDB 7.0 shapes it (without expanded events). */
 function shape(engine: Engine, event: ChangeEvent, spec: StreamSpec): Document {
   const out: Document = {
-    _id: resumeToken({ time: event.clusterTime, invalidate: false }),
+    _id: resumeToken({ time: event.clusterTime, kind: 'event' }),
     operationType: event.operation,
     clusterTime: event.clusterTime,
     wallTime: new Date(event.wallTime),

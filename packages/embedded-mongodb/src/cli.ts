@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 
 import { startEmbeddedServer } from './server.js';
 
-const USAGE = `Usage: embedded-mongodb --port N [--host H] [--replica-set NAME | --standalone]
+const USAGE = `Usage: embedded-mongodb --port N [--host H] [--replica-set NAME | --standalone] [--enable-test-commands]
 
 Runs the embedded MongoDB-compatible engine (in memory; data is lost on exit)
 and prints its connection string once it accepts connections.
@@ -12,6 +12,9 @@ and prints its connection string once it accepts connections.
   --host H              address to listen on (default 127.0.0.1)
   --replica-set NAME    name of the single-member replica set it presents (default rs0)
   --standalone          present a standalone server instead: no change streams, no retryable writes
+  --enable-test-commands
+                        MongoDB's test commands (configureFailPoint with the failCommand fail
+                        point), as mongod's enableTestCommands; for fault tests, never in production
   --help                this text`;
 
 /** Bad arguments: one line, exit code 2, as every command of the project reports them. */
@@ -29,6 +32,7 @@ async function main(): Promise<void> {
         host: { type: 'string', default: '127.0.0.1' },
         'replica-set': { type: 'string', default: 'rs0' },
         standalone: { type: 'boolean', default: false },
+        'enable-test-commands': { type: 'boolean', default: false },
         help: { type: 'boolean', default: false },
       },
     }));
@@ -45,8 +49,15 @@ async function main(): Promise<void> {
   const port = Number(values.port);
   if (!/^[0-9]{1,5}$/.test(values.port) || port > 65535) fail(`--port must be a whole number from 0 to 65535, not "${values.port}"`);
 
-  const server = await startEmbeddedServer({ host: values.host, port, replicaSet: values.standalone ? false : values['replica-set'] });
-  const topology = values.standalone ? 'standalone' : `replica set ${values['replica-set']}`;
+  const enableTestCommands = values['enable-test-commands'];
+  const server = await startEmbeddedServer({
+    host: values.host,
+    port,
+    replicaSet: values.standalone ? false : values['replica-set'],
+    enableTestCommands,
+  });
+  const topology =
+    (values.standalone ? 'standalone' : `replica set ${values['replica-set']}`) + (enableTestCommands ? ', test commands enabled' : '');
   console.log(`Embedded MongoDB-compatible engine (${topology}) listening on ${server.uri} (in memory; data is lost on exit)`);
 
   let stopping = false;

@@ -18,8 +18,8 @@ export interface DocumentSource {
   tailable?: { awaitData: boolean; finished(): boolean };
   /** Fields added to the cursor document of each batch (a change stream's postBatchResumeToken). */
   batchFields?(): Document;
-  /** A change stream reports the drop or rename of what it watches as events, so neither ends it. */
-  outlivesCollection?: boolean;
+  /** A change stream's: it reports the drop or rename of what it watches as events, so neither ends it. */
+  changeStream?: boolean;
 }
 
 export function arraySource(docs: Buffer[]): DocumentSource {
@@ -94,15 +94,29 @@ export class CursorRegistry {
 
   /**
    * The next batch. On an awaitData cursor with nothing to return, waits up
-   * to `maxTimeMS` for a write to bring something.
+   * to `maxTimeMS` for a write to bring something. `checkedOut` is told, once
+   * the cursor is found, whether it is a change stream's; what it throws ends
+   * the cursor.
    */
-  getMore(id: bigint, ns: string, batchSize: number | undefined, maxTimeMS: number | undefined): Buffer | Promise<Buffer> {
+  getMore(
+    id: bigint,
+    ns: string,
+    batchSize: number | undefined,
+    maxTimeMS: number | undefined,
+    checkedOut: (changeStream: boolean) => void = () => {},
+  ): Buffer | Promise<Buffer> {
     const cursor = this.cursors.get(id);
     if (!cursor || cursor.ns !== ns) throw new CommandError(ErrorCode.CursorNotFound, `cursor id ${id} not found`);
     if (cursor.busy) throw new CommandError(ErrorCode.CursorInUse, `Cursor id ${id} is already in use`);
     if (cursor.killed) {
       this.cursors.delete(id);
       throw cursor.killed;
+    }
+    try {
+      checkedOut(cursor.source.changeStream === true);
+    } catch (error) {
+      this.cursors.delete(id);
+      throw error;
     }
     cursor.lastUsed = Date.now();
     const size = batchSize && batchSize > 0 ? batchSize : Infinity;
@@ -153,7 +167,7 @@ export class CursorRegistry {
   /** Ends the queries open on a collection that was dropped or renamed (change streams see the drop themselves). */
   killNamespace(ns: string, reason: string): void {
     for (const cursor of this.cursors.values()) {
-      if (cursor.ns === ns && !cursor.source.outlivesCollection)
+      if (cursor.ns === ns && !cursor.source.changeStream)
         cursor.killed = new CommandError(ErrorCode.QueryPlanKilled, `collection ${reason}`);
     }
   }

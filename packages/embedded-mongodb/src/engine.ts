@@ -1,5 +1,6 @@
 import { Catalog } from './catalog.js';
 import { CursorRegistry } from './cursors.js';
+import { FailPoints } from './fail-points.js';
 import type { IndexBuildStats } from './indexes.js';
 import { type Clock, ClusterClock, Oplog } from './oplog.js';
 import { RetryableWrites } from './sessions.js';
@@ -11,6 +12,14 @@ export interface EngineOptions {
   clock: Clock;
   ttlMonitorIntervalMs: number;
   oplogSizeBytes: number;
+  /** mongod's enableTestCommands: configureFailPoint exists only then. */
+  enableTestCommands: boolean;
+}
+
+/** What the server remembers of one open connection. */
+export interface ConnectionState {
+  /** The application name its first hello declared ('' when none). */
+  appName: string;
 }
 
 /** The state one server serves: data, open cursors, the oplog and sessions. */
@@ -29,10 +38,15 @@ export class Engine {
   readonly indexBuilds: IndexBuildStats = { total: 0, phases: { scanCollection: 0, commit: 0 } };
   /** The address clients reach this server at (host:port or socket path), set once listening. */
   address = '';
+  readonly enableTestCommands: boolean;
+  readonly failPoints = new FailPoints();
+  /** Open connections by id. */
+  readonly connections = new Map<number, ConnectionState>();
 
   constructor(options: EngineOptions) {
     this.clock = options.clock;
     this.replicaSet = options.replicaSet;
+    this.enableTestCommands = options.enableTestCommands;
     this.clusterClock = new ClusterClock(options.clock);
     this.oplog = new Oplog(this.clusterClock, options.clock, options.replicaSet === undefined ? 0 : options.oplogSizeBytes);
     this.catalog = new Catalog(this.oplog);

@@ -31,6 +31,12 @@ export interface EmbeddedServerOptions {
   ttlMonitorIntervalMs?: number;
   /** The most change history kept for change streams to resume from; default 64 MiB. */
   oplogSizeBytes?: number;
+  /**
+   * MongoDB's test commands, as `mongod --setParameter enableTestCommands=1`
+   * gives them: `configureFailPoint` with the `failCommand` fail point, for
+   * fault tests. Off by default, when `configureFailPoint` does not exist.
+   */
+  enableTestCommands?: boolean;
 }
 
 export interface EmbeddedServer {
@@ -52,6 +58,7 @@ export async function startEmbeddedServer(options: EmbeddedServerOptions = {}): 
     clock: options.clock ?? systemClock,
     ttlMonitorIntervalMs: options.ttlMonitorIntervalMs ?? 60_000,
     oplogSizeBytes: options.oplogSizeBytes ?? 64 * 1024 * 1024,
+    enableTestCommands: options.enableTestCommands ?? false,
   });
   const sockets = new Set<Socket>();
   let connectionIds = 0;
@@ -107,12 +114,15 @@ async function checkPrivateDirectory(directory: string): Promise<void> {
 /**
  * Reads messages off one connection and answers them in order. Each command
  * runs synchronously from start to finish, so commands never interleave; a
- * command that waits (a getMore on an awaitData cursor) holds back the
- * connection's later messages until it answers. A message that cannot be
- * read closes this connection only.
+ * command that waits (a getMore on an awaitData cursor, a command a fail
+ * point blocks) holds back the connection's later messages until it answers.
+ * A message that cannot be read, or a fail point that cuts the connection,
+ * closes this connection only.
  */
 function serveConnection(engine: Engine, socket: Socket, connectionId: number): void {
   socket.setNoDelay(true);
+  engine.connections.set(connectionId, { appName: '' });
+  socket.on('close', () => engine.connections.delete(connectionId));
   const framer = new MessageFramer();
   const queue: Buffer[] = [];
   let waiting = false;

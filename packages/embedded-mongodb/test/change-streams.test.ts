@@ -145,6 +145,29 @@ describe.skipIf(!replicaSet)('change streams', () => {
     }
   });
 
+  it('resume from the first postBatchResumeToken after the stream opened, replaying nothing written before it', async () => {
+    await written('before-open').insertOne({ _id: 'earlier' });
+    await written('dropped-before-open').insertOne({ _id: 0 });
+    await written('dropped-before-open').drop();
+    for (const name of ['before-open', 'dropped-before-open']) {
+      const first = t.collection(name).watch([], QUICK);
+      let token: ResumeToken;
+      try {
+        expect(await first.tryNext()).toBeNull();
+        token = first.resumeToken; // the postBatchResumeToken of the empty first batch
+      } finally {
+        await first.close();
+      }
+      await written(name).insertOne({ _id: 'later' });
+      const resumed = t.collection(name).watch([], { ...QUICK, resumeAfter: token });
+      try {
+        expect(await nextChange(resumed)).toMatchObject({ operationType: 'insert', documentKey: { _id: 'later' } });
+      } finally {
+        await resumed.close();
+      }
+    }
+  });
+
   it('invalidate a collection stream when the collection is dropped, and start again after it with startAfter', async () => {
     await written('dropped').insertOne({ _id: 0 });
     const stream = t.collection('dropped').watch([], QUICK);

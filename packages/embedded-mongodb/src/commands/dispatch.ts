@@ -1,6 +1,7 @@
 import { Binary, BSON, type Document, Long, type Timestamp } from 'bson';
 
 import type { Engine } from '../engine.js';
+import { errorLabels, type LabelContext } from '../error-labels.js';
 import { CommandError, ErrorCode, refusal, toCommandError } from '../errors.js';
 import { asBuffer } from '../raw-bson.js';
 import { isNumber, isPlainObject, numberOf, TYPED } from '../values.js';
@@ -16,12 +17,47 @@ import {
   type ReplyBody,
 } from '../wire.js';
 import { adminCommands } from './admin.js';
+import { checkApiParameters } from './api-version.js';
 import { ddlCommands } from './ddl.js';
+import {
+  CloseConnection,
+  failBeforeRunning,
+  type FailCommandTarget,
+  failCommandTarget,
+  writeConcernErrorAfterRunning,
+} from './fail-command.js';
 import { readCommands } from './read.js';
 import { type CommandHandler, type CommandReply, CommandRequest, toCursorId } from './request.js';
+import { testCommands } from './testing.js';
 import { writeCommands } from './write.js';
 
 const COMMANDS = new Map<string, CommandHandler>(Object.entries({ ...adminCommands, ...readCommands, ...writeCommands, ...ddlCommands }));
+const TEST_COMMANDS = new Map<string, CommandHandler>(Object.entries(testCommands));
+/** Other names of commands, by which a client may call them or a fail point name them. */
+const ALIASES = new Map([
+  ['isMaster', 'hello'],
+  ['ismaster', 'hello'],
+  ['buildinfo', 'buildInfo'],
+  ['findandmodify', 'findAndModify'],
+  ['deleteIndexes', 'dropIndexes'],
+]);
+const canonical = (name: string): string => ALIASES.get(name) ?? name;
+/** Commands that take a write concern (aggregate only when it writes, with `$out`). */
+const WRITE_CONCERN_COMMANDS = new Set([
+  'insert',
+  'update',
+  'delete',
+  'findAndModify',
+  'create',
+  'drop',
+  'dropDatabase',
+  'createIndexes',
+  'dropIndexes',
+  'collMod',
+  'renameCollection',
+  'commitTransaction',
+  'abortTransaction',
+]);
 
 const HANDSHAKE_COMMANDS = new Set(['hello', 'isMaster', 'ismaster']);
 const TRANSACTION_COMMANDS = new Set(['commitTransaction', 'abortTransaction']);
@@ -36,7 +72,10 @@ const READ_CONCERN_LEVELS = new Set(['local', 'available', 'majority', 'lineariz
  */
 export function handleMessage(engine: Engine, message: Buffer, connectionId: number): Buffer[] | Promise<Buffer[]> | undefined {
   const request = parseMessage(message);
-  if (request.opCode === OP_QUERY) return encodeOpReply(request.requestId, runLegacyQuery(engine, request, connectionId));
+  if (request.opCode === OP_QUERY) {
+    const reply = runLegacyQuery(engine, request, connectionId);
+    return Array.isArray(reply) ? encodeOpReply(request.requestId, reply) : reply.then((body) => encodeOpReply(request.requestId, body));
+  }
   const reply = runOpMsg(engine, request, connectionId);
   if (request.flags & MORE_TO_COME) return undefined;
   return Array.isArray(reply) ? encodeOpMsg(request.requestId, reply) : reply.then((body) => encodeOpMsg(request.requestId, body));
@@ -74,7 +113,7 @@ function runOpMsg(engine: Engine, message: OpMsgRequest, connectionId: number): 
 }
 
 /** Drivers open connections with a legacy OP_QUERY `isMaster`; MongoDB 5.1+ refuses any other OP_QUERY. */
-function runLegacyQuery(engine: Engine, message: OpQueryRequest, connectionId: number): ReplyBody {
+function runLegacyQuery(engine: Engine, message: OpQueryRequest, connectionId: number): ReplyBody | Promise<ReplyBody> {
   let body = decode(message.query, TYPED);
   if (body.$query !== null && typeof body.$query === 'object') body = body.$query as Document;
   const name = Object.keys(body)[0] ?? '';
@@ -89,12 +128,15 @@ function runLegacyQuery(engine: Engine, message: OpQueryRequest, connectionId: n
       ),
     ];
   }
-  return run(engine, new CommandRequest(name, db, body, new Map(), connectionId)) as ReplyBody;
+  return run(engine, new CommandRequest(name, db, body, new Map(), connectionId));
 }
 
 function run(engine: Engine, request: CommandRequest): ReplyBody | Promise<ReplyBody> {
-  const finish = (reply: CommandReply): ReplyBody => withClusterTime(engine, encode(reply));
-  const fail = (error: unknown): ReplyBody => withClusterTime(engine, errorReply(toCommandError(error)));
+  const finish = (reply: CommandReply): ReplyBody => withClusterTime(engine, encode(withLabels(request, reply)));
+  const fail = (error: unknown): ReplyBody => {
+    if (error instanceof CloseConnection) throw error;
+    return withClusterTime(engine, errorReply(toCommandError(error), request));
+  };
   try {
     const reply = execute(engine, request);
     return isPromise(reply) ? reply.then(finish, fail) : finish(reply);
@@ -132,20 +174,70 @@ function withClusterTime(engine: Engine, reply: Buffer): ReplyBody {
   return [reply.subarray(0, reply.length - 1), elements];
 }
 
+/**
+ * Runs a command in mongod's order: the command is looked up and its Stable
+ * API parameters and session checked, then the failCommand fail point may
+ * block, cut or fail it, then it runs, then the fail point may add a write
+ * concern error.
+ */
 function execute(engine: Engine, request: CommandRequest): CommandReply | Promise<CommandReply> {
   const { body, name } = request;
-  const handler = COMMANDS.get(name);
-  const inTransaction = TRANSACTION_COMMANDS.has(name) || 'startTransaction' in body || 'autocommit' in body;
-  if (engine.replicaSet === undefined && (inTransaction || 'txnNumber' in body)) {
+  const handler = COMMANDS.get(name) ?? (engine.enableTestCommands ? TEST_COMMANDS.get(name) : undefined);
+  if (!handler) throw new CommandError(ErrorCode.CommandNotFound, `no such command: '${name}'`);
+  const command = canonical(name);
+  checkApiParameters(command, body);
+  const connection = engine.connections.get(request.connectionId);
+  if (command === 'hello' && connection && connection.appName === '' && isPlainObject(body.client)) {
+    const application = body.client.application;
+    if (isPlainObject(application) && typeof application.name === 'string') connection.appName = application.name;
+  }
+  if (engine.replicaSet === undefined && (isInTransaction(request) || 'txnNumber' in body)) {
     throw new CommandError(ErrorCode.IllegalOperation, 'Transaction numbers are only allowed on a replica set member or mongos');
   }
+  const target = failCommandTarget(engine, request, command, canonical);
+  const blocked = failBeforeRunning(engine, request, target);
+  if (blocked) return blocked.then(() => runCommand(engine, request, handler, target));
+  return runCommand(engine, request, handler, target);
+}
+
+function isInTransaction({ name, body }: CommandRequest): boolean {
+  return TRANSACTION_COMMANDS.has(name) || 'startTransaction' in body || 'autocommit' in body;
+}
+
+function runCommand(
+  engine: Engine,
+  request: CommandRequest,
+  handler: CommandHandler,
+  target: FailCommandTarget,
+): CommandReply | Promise<CommandReply> {
+  const { body } = request;
   // Not IllegalOperation: drivers read that code on a write as "retryable writes unsupported".
-  if (inTransaction) throw refusal(ErrorCode.OperationNotSupportedInTransaction, 'A multi-document transaction');
-  if (!handler) throw new CommandError(ErrorCode.CommandNotFound, `no such command: '${name}'`);
+  if (isInTransaction(request)) throw refusal(ErrorCode.OperationNotSupportedInTransaction, 'A multi-document transaction');
   checkReadConcern(body.readConcern);
   const replicas = checkWriteConcern(engine, body.writeConcern);
-  if (body.txnNumber === undefined) return withWriteConcern(handler(engine, request), replicas);
+  const reply = withWriteConcern(
+    body.txnNumber === undefined ? handler(engine, request) : retryableWrite(engine, request, handler),
+    replicas,
+  );
+  if (!takesWriteConcern(target.command, body)) return reply;
+  const addFailPointError = (done: CommandReply): CommandReply => {
+    const hasError = !Buffer.isBuffer(done) && done.writeConcernError !== undefined;
+    const error = writeConcernErrorAfterRunning(engine, request, target, hasError);
+    if (error === undefined) return done;
+    return { ...(Buffer.isBuffer(done) ? BSON.deserialize(done, TYPED) : done), writeConcernError: error };
+  };
+  return isPromise(reply) ? reply.then(addFailPointError) : addFailPointError(reply);
+}
 
+function takesWriteConcern(command: string, body: Document): boolean {
+  if (command === 'aggregate')
+    return Array.isArray(body.pipeline) && body.pipeline.some((stage) => isPlainObject(stage) && '$out' in stage);
+  return WRITE_CONCERN_COMMANDS.has(command);
+}
+
+/** A write with a transaction number: answered from the session's record when it was already applied. */
+function retryableWrite(engine: Engine, request: CommandRequest, handler: CommandHandler): CommandReply | Promise<CommandReply> {
+  const { body, name } = request;
   if (!RETRYABLE_WRITES.has(name)) {
     throw new CommandError(
       50768,
@@ -160,7 +252,29 @@ function execute(engine: Engine, request: CommandRequest): CommandReply | Promis
   if (previous) return previous;
   const reply = handler(engine, request) as Document;
   engine.retryableWrites.record(body.lsid, txnNumber, reply, now);
-  return withWriteConcern(reply, replicas);
+  return reply;
+}
+
+/** What mongod knows of a command when it labels its error. */
+function labelContext(request: CommandRequest): LabelContext {
+  const { body } = request;
+  const command = canonical(request.name);
+  const pipeline: unknown = body.pipeline;
+  const first: unknown = Array.isArray(pipeline) ? pipeline[0] : undefined;
+  return {
+    command,
+    txnNumber: body.txnNumber !== undefined,
+    autocommit: body.autocommit !== undefined,
+    changeStream: command === 'aggregate' ? isPlainObject(first) && '$changeStream' in first : request.continuesChangeStream,
+  };
+}
+
+/** A reply that carries a write concern error gets the labels mongod adds for it. */
+function withLabels(request: CommandRequest, reply: CommandReply): CommandReply {
+  if (Buffer.isBuffer(reply) || !isPlainObject(reply.writeConcernError)) return reply;
+  const code: unknown = reply.writeConcernError.code;
+  const labels = request.errorLabelsOverride ?? errorLabels(labelContext(request), undefined, isNumber(code) ? numberOf(code) : undefined);
+  return labels.length > 0 ? { ...reply, errorLabels: labels } : reply;
 }
 
 /** Read concern levels are all served by the engine's single, always current copy, except snapshot reads. */
@@ -225,6 +339,8 @@ function encode(reply: CommandReply): Buffer {
   return Buffer.isBuffer(reply) ? reply : asBuffer(BSON.serialize(reply));
 }
 
-function errorReply(error: CommandError): Buffer {
-  return encode({ ok: 0, ...error.toDocument() });
+/** An error reply, with the labels mongod adds to it for this request. */
+function errorReply(error: CommandError, request?: CommandRequest): Buffer {
+  const labels = request ? (request.errorLabelsOverride ?? errorLabels(labelContext(request), error.code, undefined)) : [];
+  return encode({ ok: 0, ...error.toDocument(), ...(labels.length > 0 ? { errorLabels: labels } : {}) });
 }

@@ -13,6 +13,7 @@ import { compileProjection } from '../projection.js';
 import { asBuffer } from '../raw-bson.js';
 import { compareValues, isNumber, isPlainObject, numberOf, typed, valuesAtPath } from '../values.js';
 import { SERVER_VERSION } from './admin.js';
+import { failGetMoreAfterCheckout } from './fail-command.js';
 import { checkFields, type CommandHandler, type CommandRequest, optionalDocument, optionalNumber, toCursorId } from './request.js';
 
 function findSpec(request: CommandRequest, filterField: string): FindSpec {
@@ -108,7 +109,11 @@ const getMore: CommandHandler = (engine, request) => {
     throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'getMore.collection' is missing but a required field");
   const batchSize = optionalNumber(request, 'batchSize', 0);
   const maxTimeMS = optionalNumber(request, 'maxTimeMS', 0);
-  return engine.cursors.getMore(id, `${request.db}.${collection}`, batchSize, maxTimeMS);
+  const ns = `${request.db}.${collection}`;
+  return engine.cursors.getMore(id, ns, batchSize, maxTimeMS, (changeStream) => {
+    request.continuesChangeStream = changeStream;
+    failGetMoreAfterCheckout(engine, request, ns);
+  });
 };
 
 const killCursors: CommandHandler = (engine, request) => {
@@ -188,6 +193,10 @@ const aggregate: CommandHandler = (engine, request) => {
   checkFields(request, AGGREGATE_FIELDS);
   const pipeline = checkPipeline(request.body.pipeline);
   checkCollation(request.body.collation);
+  const readConcern = optionalDocument(request, 'readConcern');
+  if (readConcern?.level === 'linearizable' && pipeline.some((stage) => '$out' in stage)) {
+    throw new CommandError(ErrorCode.InvalidOptions, "$out cannot be used with a 'linearizable' read concern level");
+  }
   const cursorOptions = optionalDocument(request, 'cursor');
   const explain = request.body.explain === true;
   if (!cursorOptions && !explain) {

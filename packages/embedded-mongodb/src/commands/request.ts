@@ -7,6 +7,11 @@ import { bsonTypeOf, isNumber, isPlainObject, numberOf, TYPED, typeName } from '
 
 /** One decoded command, as a handler sees it. */
 export class CommandRequest {
+  /** Labels a fail point gave, to answer in place of those the server would add. */
+  errorLabelsOverride: string[] | undefined;
+  /** Set by getMore once the cursor it continues is known to be a change stream's. */
+  continuesChangeStream = false;
+
   constructor(
     readonly name: string,
     readonly db: string,

@@ -163,3 +163,43 @@ describe('indexes', () => {
     expect((await serverError(t.collection('people').find({}).hint({ age: 1 }).toArray())).code).toBe(2);
   });
 });
+
+describe("$out under a 'linearizable' read concern (B1)", () => {
+  it('is refused with 72 and writes nothing', async () => {
+    const error = await serverError(
+      t.db.command({
+        aggregate: 'people',
+        pipeline: [{ $match: {} }, { $out: 'linearizable_out' }],
+        cursor: {},
+        readConcern: { level: 'linearizable' },
+      }),
+    );
+    expect(error).toMatchObject({ code: 72, message: "$out cannot be used with a 'linearizable' read concern level" });
+    expect(await t.db.listCollections({ name: 'linearizable_out' }).toArray()).toEqual([]);
+  });
+});
+
+describe('the Stable API parameters (B3)', () => {
+  const ping = (fields: Document) => t.db.command({ ping: 1, ...fields });
+
+  it('refuses apiStrict: true with a command that is not in API version 1 (323), and runs one that is', async () => {
+    const error = await serverError(t.db.command({ distinct: 'people', key: 'name', apiVersion: '1', apiStrict: true }));
+    expect(error).toMatchObject({ code: 323, codeName: 'APIStrictError' });
+    expect(error.message).toContain('Provided apiStrict:true, but the command distinct is not in API Version 1');
+    expect(await t.db.command({ find: 'people', filter: { _id: 1 }, apiVersion: '1', apiStrict: true })).toMatchObject({ ok: 1 });
+  });
+
+  it('refuses an API version other than "1" (322), apiStrict or apiDeprecationErrors without one (4886600), one that is no string (14)', async () => {
+    expect(await serverError(ping({ apiVersion: 'server_will_never_support_this_api_version' }))).toMatchObject({
+      code: 322,
+      message: 'API version must be "1"',
+    });
+    expect(await serverError(ping({ apiStrict: true }))).toMatchObject({
+      code: 4886600,
+      message: 'Provided apiStrict and/or apiDeprecationErrors without passing apiVersion',
+    });
+    expect((await serverError(ping({ apiDeprecationErrors: false }))).code).toBe(4886600);
+    expect((await serverError(ping({ apiVersion: 1 }))).code).toBe(14);
+    expect(await ping({ apiVersion: '1', apiStrict: false, apiDeprecationErrors: true })).toMatchObject({ ok: 1 });
+  });
+});
