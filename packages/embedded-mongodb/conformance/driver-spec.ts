@@ -230,8 +230,9 @@ function printTable(verdicts: Verdict[], areas: string[]): void {
 function printDetails(verdicts: Verdict[]): void {
   const refusals = new Map<string, number>();
   for (const verdict of verdicts.filter((v) => v.kind === 'refused')) {
-    const message = `${verdict.error?.errmsg ?? ''} ${verdict.error?.message ?? ''}`;
-    const phrase = /no such command: '[^']*'|[^:;{}]*? is not supported by the embedded engine/i.exec(message)?.[0] ?? verdict.reason;
+    let message = `${verdict.error?.errmsg ?? ''} ${verdict.error?.message ?? ''}`;
+    for (let before = ''; before !== message;) [before, message] = [message, message.replace(/\{[^{}]*\}/g, '{…}')];
+    const phrase = /no such command: '[^']*'|[^:;]*? is not supported by the embedded engine/i.exec(message)?.[0] ?? verdict.reason;
     // The kind of refusal counts, not the option or value it names; the runner lower-cases some messages.
     const kind = phrase.trim().replace(/^([a-z])/, (letter) => letter.toUpperCase());
     refusals.set(kind, (refusals.get(kind) ?? 0) + 1);
