@@ -95,15 +95,16 @@ function reasonOf(result: TestResult): string {
 }
 
 /**
- * One result per test: a failed hook (the driver's leak checks after each
- * test) fails a test that passed, and adds nothing to one that failed.
+ * One result per test: its first failure (a failed setup hook, or the test
+ * itself), since what fails after it (the driver's leak checks after each
+ * test) only follows from it; a failed hook after a passed test fails it.
  */
 function perTest(results: TestResult[]): TestResult[] {
   const byTitle = new Map<string, TestResult>();
   for (const result of results) {
     const earlier = byTitle.get(result.title);
-    if (result.outcome !== 'hook failed' || !earlier) byTitle.set(result.title, result);
-    else if (earlier.outcome === 'passed') byTitle.set(result.title, { ...result, outcome: 'failed' });
+    if (earlier && earlier.outcome !== 'passed') continue;
+    byTitle.set(result.title, earlier ? { ...result, outcome: 'failed' } : result);
   }
   return [...byTitle.values()];
 }
