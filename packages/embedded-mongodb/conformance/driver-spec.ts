@@ -27,7 +27,8 @@ table per area. The engine is a one-member replica set unless --standalone.
   --standalone        engine as a standalone server
   --area NAME         run only this area (repeatable), e.g. --area crud
   --grep PATTERN      run only tests whose title matches (mocha's --grep)
-  --test-timeout MS   a test still running after MS is counted as hung (default 20000)
+  --test-timeout MS   a test still running after MS is counted as hung (default 45000, past the
+                      driver's 30 s server selection timeout)
   --log FILE          the driver harness's own output (default: discarded)
   --json FILE         also write every test's outcome to FILE
   --help              this text`;
@@ -79,10 +80,11 @@ const REFUSAL = /not supported by the embedded engine|no such command/;
 /** The engine had no configureFailPoint (test commands off, or an engine without them). */
 const NO_FAIL_POINT = /no such command: 'configureFailPoint'/;
 /**
- * What a one-member deployment cannot give: a secondary to read from, or a
- * second member to elect.
+ * What a one-member deployment cannot give: a member other than the primary
+ * (the primary is always there, so a server selection that times out was
+ * waiting for a secondary), or heartbeats from three members at once.
  */
-const ONE_MEMBER = /No suitable servers found|Server selection timed out after \d+ ms.*(secondary|nearest)|replSetStepDown/i;
+const ONE_MEMBER = /Server selection timed out after \d+ ms|Timed out waiting for serverHeartbeatSucceededEvent/;
 const HUNG = /Timeout of \d+ms exceeded/;
 
 function reasonOf(result: TestResult): string {
@@ -93,15 +95,16 @@ function reasonOf(result: TestResult): string {
 }
 
 /**
- * One result per test: a failed hook (the driver's leak checks after each
- * test) fails a test that passed, and adds nothing to one that failed.
+ * One result per test: its first failure (a failed setup hook, or the test
+ * itself), since what fails after it (the driver's leak checks after each
+ * test) only follows from it; a failed hook after a passed test fails it.
  */
 function perTest(results: TestResult[]): TestResult[] {
   const byTitle = new Map<string, TestResult>();
   for (const result of results) {
     const earlier = byTitle.get(result.title);
-    if (result.outcome !== 'hook failed' || !earlier) byTitle.set(result.title, result);
-    else if (earlier.outcome === 'passed') byTitle.set(result.title, { ...result, outcome: 'failed' });
+    if (earlier && earlier.outcome !== 'passed') continue;
+    byTitle.set(result.title, earlier ? { ...result, outcome: 'failed' } : result);
   }
   return [...byTitle.values()];
 }
@@ -228,7 +231,11 @@ function printTable(verdicts: Verdict[], areas: string[]): void {
 function printDetails(verdicts: Verdict[]): void {
   const refusals = new Map<string, number>();
   for (const verdict of verdicts.filter((v) => v.kind === 'refused')) {
-    const kind = verdict.reason.replace(/.*?([^:]*? is not supported by the embedded engine)/, '$1').replace(/'[^']*'/g, "'…'");
+    let message = `${verdict.error?.errmsg ?? ''} ${verdict.error?.message ?? ''}`;
+    for (let before = ''; before !== message;) [before, message] = [message, message.replace(/\{[^{}]*\}/g, '{…}')];
+    const phrase = /no such command: '[^']*'|[^:;]*? is not supported by the embedded engine/i.exec(message)?.[0] ?? verdict.reason;
+    // The kind of refusal counts, not the option or value it names; the runner lower-cases some messages.
+    const kind = phrase.trim().replace(/^([a-z])/, (letter) => letter.toUpperCase());
     refusals.set(kind, (refusals.get(kind) ?? 0) + 1);
   }
   console.log(`\nRefused by the engine, by reason:`);
@@ -283,7 +290,7 @@ export function driverSpecOptions(values: {
   'test-timeout'?: string;
   log?: string;
 }): Options {
-  const timeout = Number(values['test-timeout'] ?? '20000');
+  const timeout = Number(values['test-timeout'] ?? '45000');
   if (!Number.isInteger(timeout) || timeout <= 0) throw new Error(`--test-timeout must be a positive number of milliseconds`);
   return {
     checkout: resolve(values['driver-spec']!),

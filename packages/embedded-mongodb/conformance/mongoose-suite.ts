@@ -6,6 +6,9 @@
  *
  *   npm run conformance -- <path to a mongoose checkout> [--replica-set | --standalone] [--uri URI] [--json FILE]
  *
+ * With --driver-spec it runs the MongoDB Node.js driver's specification tests instead
+ * (driver-spec.ts), the other measure of the engine `npm run conformance` takes.
+ *
  * The checkout needs its dev dependencies (`npm install --ignore-scripts` in it).
  * Nothing is downloaded: Mongoose's test setup only starts mongodb-memory-server
  * when MONGOOSE_TEST_URI is unset, and it is always set here.
