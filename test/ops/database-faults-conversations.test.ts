@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 
 import { toGlobalId } from '../../src/graphql/global-id.js';
 import { officialEnvironment, QUICK_SSO, startStub } from '../billing/official.js';
-import { type FaultDatabase, faultTestsUnavailable, startFaultDatabase } from '../support/fail-points.js';
+import { type FaultDatabase, faultSuiteTitle, faultTestsUnavailable, startFaultDatabase } from '../support/fail-points.js';
 import { graphql, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
 import { expectDatabaseUnavailable, METRICS_TOKEN, rest, startFaultGateway, unavailableAnswer } from './database-faults.js';
@@ -40,7 +40,7 @@ const seed = (userId: number, username: string) => ({
 });
 
 describe.skipIf(unavailableHere !== undefined).each(['community', 'official'] as const)(
-  'database faults on the %s deployment',
+  faultSuiteTitle('database faults on the %s deployment', unavailableHere),
   (deployment) => {
     let faults: FaultDatabase;
     let gateway: TestGateway;
@@ -330,7 +330,3 @@ describe.skipIf(unavailableHere !== undefined).each(['community', 'official'] as
     });
   },
 );
-
-describe.runIf(unavailableHere !== undefined)('database faults', () => {
-  it.skip(`skipped: ${unavailableHere}`, () => {});
-});

@@ -5,7 +5,7 @@ import { pointsToMicros } from '../../src/accounts/points.js';
 import type { SsoStub } from '../../src/sso-stub/stub-server.js';
 import { NOT_CONFIRMED, officialEnvironment, QUICK_SSO, startStub, SUCCESS } from '../billing/official.js';
 import { ManualClock } from '../support/clock.js';
-import { type FaultDatabase, faultTestsUnavailable, startFaultDatabase } from '../support/fail-points.js';
+import { type FaultDatabase, faultSuiteTitle, faultTestsUnavailable, startFaultDatabase } from '../support/fail-points.js';
 import { graphql, type TestGateway } from '../support/gateway.js';
 import { expectDatabaseUnavailable, rest, startFaultGateway, unavailableAnswer } from './database-faults.js';
 
@@ -159,7 +159,7 @@ const SEED_POINTS = 3.5;
 const WALLET = 1_000;
 const GIFT_PACKAGE = '{"status":true,"data":{"cert":true,"teenager":false}}';
 
-describe.skipIf(unavailableHere !== undefined)('money under database faults', () => {
+describe.skipIf(unavailableHere !== undefined)(faultSuiteTitle('money under database faults', unavailableHere), () => {
   let faults: FaultDatabase;
   let stub: SsoStub;
   let gateway: TestGateway;
@@ -390,8 +390,4 @@ describe.skipIf(unavailableHere !== undefined)('money under database faults', ()
     }
     expect(people.length).toBeGreaterThan(0);
   });
-});
-
-describe.runIf(unavailableHere !== undefined)('money under database faults', () => {
-  it.skip(`skipped: ${unavailableHere}`, () => {});
 });

@@ -135,3 +135,8 @@ function hostAndPort(address: string): { host: string; port: number } {
   const colon = address.lastIndexOf(':');
   return { host: address.slice(0, colon).replace(/^\[(.*)\]$/, '$1'), port: Number(address.slice(colon + 1)) };
 }
+
+/** A fault suite's title, which says why it was skipped when `faultTestsUnavailable` gave a reason. */
+export function faultSuiteTitle(title: string, unavailable: string | undefined): string {
+  return unavailable === undefined ? title : `${title} (skipped: ${unavailable})`;
+}
