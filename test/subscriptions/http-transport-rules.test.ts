@@ -6,9 +6,10 @@ import { createClient as createSseClient, type RequestParams } from 'graphql-sse
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { documentIdOf } from '../../src/operations/documents.js';
+import { captureLog } from '../support/captured-log.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { connectAs } from '../support/websocket.js';
-import { Received } from './helpers.js';
+import { Received, subscriptionsRunning } from './helpers.js';
 
 /**
  * What CONTRACT §7 asks of the HTTP subscription transports: the same trusted documents, the same
@@ -32,61 +33,93 @@ type Payload = RequestParams & { documentId?: string };
 /** A subscription's first answer as a GraphQL result; a refusal in a transport's own form (an `error` message, an HTTP 400) as its errors. */
 type Answer = { data?: unknown; errors?: unknown };
 
-/** Subscribes with `payload` over `transport`, as that transport's clients do, and answers the first result; then lets it go. */
-async function firstAnswer(gateway: TestGateway, transport: Transport, payload: Payload): Promise<Answer> {
+/** A subscription opened over one transport. */
+interface OpenSubscription {
+  /** Its first answer. */
+  first: Promise<Answer>;
+  /** The `X-Request-Id` of the HTTP request that subscribed (none over WebSocket). */
+  requestId: Promise<string | undefined>;
+  /** Ends it, as its client does. */
+  stop(): Promise<void>;
+}
+
+/** Subscribes with `payload` over `transport`, as that transport's clients do. */
+async function subscribeOver(gateway: TestGateway, transport: Transport, payload: Payload): Promise<OpenSubscription> {
   const authorization = `Bearer ${await gateway.token(1)}`;
   if (transport === 'websocket') {
     const socket = await connectAs(gateway.url, authorization);
     const { query, ...rest } = payload;
-    const reply = await socket.subscribe(query, undefined, rest).next();
-    await socket.close();
-    return reply.type === 'error' ? { errors: reply.payload } : (reply.payload as Answer);
+    const first = socket
+      .subscribe(query, undefined, rest)
+      .next()
+      .then((reply) => (reply.type === 'error' ? { errors: reply.payload } : (reply.payload as Answer)));
+    return { first, requestId: Promise.resolve(undefined), stop: async () => void (await socket.close()) };
   }
-  if (transport === 'multipart') return firstMultipartAnswer(gateway, authorization, payload);
-  if (transport === 'sse, GET') return firstSseAnswerOverGet(gateway, authorization, payload);
+  if (transport === 'multipart') return subscribeOverMultipart(gateway, authorization, payload);
+  if (transport === 'sse, GET') return subscribeOverSseGet(gateway, authorization, payload);
+  let subscribed!: (requestId: string | undefined) => void;
+  const requestId = new Promise<string | undefined>((resolve) => (subscribed = resolve));
   const client = createSseClient({
     url: `${gateway.url}/graphql/stream`,
     headers: { authorization },
     singleConnection: transport === 'sse, a single connection',
     retryAttempts: 0,
+    // The request that subscribes is the POST, in either mode.
+    fetchFn: async (...[input, init]: Parameters<typeof fetch>) => {
+      const response = await fetch(input, init);
+      if (init?.method === 'POST') subscribed(response.headers.get('x-request-id') ?? undefined);
+      return response;
+    },
   });
   const received = new Received();
   client.subscribe(payload, received.sink);
-  const [answer] = await received.first(1);
-  client.dispose();
-  return answer!;
+  const first = received.first(1).then(([answer]) => answer!);
+  return { first, requestId, stop: async () => client.dispose() };
 }
 
-/** Apollo's multipart subscription over `fetch`: the first part's payload, or an answer that is not multipart, as it is. */
-async function firstMultipartAnswer(gateway: TestGateway, authorization: string, payload: Payload): Promise<Answer> {
+/** Apollo's multipart subscription over `fetch`: its first part's payload, or an answer that is not multipart, as it is. */
+async function subscribeOverMultipart(gateway: TestGateway, authorization: string, payload: Payload): Promise<OpenSubscription> {
+  const client = new AbortController();
   const response = await fetch(`${gateway.url}/graphql`, {
     method: 'POST',
     headers: { authorization, 'content-type': 'application/json', accept: MULTIPART_ACCEPT },
     body: JSON.stringify(payload),
+    signal: client.signal,
   });
+  const requestId = Promise.resolve(response.headers.get('x-request-id') ?? undefined);
+  const stop = async () => client.abort();
   if (!response.headers.get('content-type')?.startsWith('multipart/mixed')) {
     // Refused as `/graphql` refuses it, in the media type Apollo Client reads the errors of a 400 from.
     expect([response.status, response.headers.get('content-type')]).toEqual([400, 'application/graphql-response+json; charset=utf-8']);
-    return (await response.json()) as Answer;
+    return { first: response.json() as Promise<Answer>, requestId, stop };
   }
   // A part is whole once the delimiter after it has come; heartbeats (`{}`) are skipped.
-  return (JSON.parse(await firstMatch(response, /\r\n\r\n(\{"payload":.*?)\r\n--graphql/s)) as { payload: Answer }).payload;
+  const part = firstMatch(response, /\r\n\r\n(\{"payload":.*?)\r\n--graphql/s);
+  return { first: part.then((text) => (JSON.parse(text) as { payload: Answer }).payload), requestId, stop };
 }
 
 /** The protocol's distinct-connection GET, with the request's parameters in the URL (what an EventSource could send). */
-async function firstSseAnswerOverGet(
+async function subscribeOverSseGet(
   gateway: TestGateway,
   authorization: string,
   { query, documentId, extensions }: Payload,
-): Promise<Answer> {
+): Promise<OpenSubscription> {
   const parameters = new URLSearchParams({
     query,
     ...(documentId && { documentId }),
     ...(extensions && { extensions: JSON.stringify(extensions) }),
   });
-  const response = await fetch(`${gateway.url}/graphql/stream?${parameters}`, { headers: { authorization, accept: 'text/event-stream' } });
+  const client = new AbortController();
+  const response = await fetch(`${gateway.url}/graphql/stream?${parameters}`, {
+    headers: { authorization, accept: 'text/event-stream' },
+    signal: client.signal,
+  });
   expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
-  return JSON.parse(await firstMatch(response, /event: next\ndata: (.*)\n\n/)) as Answer;
+  return {
+    first: firstMatch(response, /event: next\ndata: (.*)\n\n/).then((text) => JSON.parse(text) as Answer),
+    requestId: Promise.resolve(response.headers.get('x-request-id') ?? undefined),
+    stop: async () => client.abort(),
+  };
 }
 
 /** The first group of `pattern` in `response`'s body, as soon as it has come; the rest is not read. */
@@ -102,6 +135,16 @@ async function firstMatch(response: Response, pattern: RegExp): Promise<string> 
     }
   } finally {
     await reader.cancel();
+  }
+}
+
+/** Subscribes with `payload` over `transport` and answers its first result; then lets it go. */
+async function firstAnswer(gateway: TestGateway, transport: Transport, payload: Payload): Promise<Answer> {
+  const subscription = await subscribeOver(gateway, transport, payload);
+  try {
+    return await subscription.first;
+  } finally {
+    await subscription.stop();
   }
 }
 
@@ -152,4 +195,56 @@ describe('trusted documents, over every transport alike', () => {
     }
     expect(await firstAnswer(open, transport, { query: LIVE_BALANCE })).toEqual({ data: { quota: 12.5 } });
   });
+});
+
+describe('an unexpected error in an event, over each HTTP transport', () => {
+  const log = captureLog();
+  const ROLES = 'subscription Roles { conversationEvents { number conversation { messages { role } } } }';
+  let gateway: TestGateway;
+
+  beforeAll(async () => {
+    gateway = await startTestGateway({}, { logger: log.logger });
+    await gateway.seed(SEED);
+  });
+  afterAll(() => gateway?.stop());
+
+  const HTTP_TRANSPORTS = TRANSPORTS.filter((transport) => transport !== 'websocket');
+  it.each(HTTP_TRANSPORTS.map((transport, index) => [transport, 10 + index] as const))(
+    'over %s, names the request that subscribed, as the one log line telling of it does',
+    async (transport, number) => {
+      const before = await subscriptionsRunning(gateway.url);
+      const subscription = await subscribeOver(gateway, transport, { query: ROLES });
+      await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 20 }).toBe(before + 1);
+      const logged = log.lines().length;
+      // Another writer stores a message whose role is no string: the schema cannot show it.
+      await gateway.models.conversations.collection.insertOne({
+        userId: 1,
+        id: number,
+        name: 'Broken',
+        model: 'gpt-4o',
+        enableWeb: false,
+        messages: [{ role: { nested: true }, content: 'x' }],
+      });
+      const answer = await subscription.first;
+      const requestId = await subscription.requestId;
+      expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+      expect(answer).toEqual({
+        data: { conversationEvents: { number, conversation: null } },
+        errors: [expect.objectContaining({ extensions: { code: 'INTERNAL_SERVER_ERROR', requestId } })],
+      });
+      const unexpected = log
+        .lines()
+        .slice(logged)
+        .filter((line) => line.msg === 'unexpected error in a GraphQL operation');
+      const door = transport === 'multipart' ? 'multipart' : 'sse';
+      expect(unexpected).toEqual([expect.objectContaining({ requestId, door, operation: 'Roles' })]);
+      await subscription.stop();
+      await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 20 }).toBe(before);
+      // The HTTP request's own line, once it ended, carries the same id.
+      const route = transport === 'multipart' ? '/graphql' : '/graphql/stream';
+      await expect
+        .poll(() => log.lines().filter((line) => line.msg === 'request' && line.requestId === requestId), { timeout: 5_000 })
+        .toEqual([expect.objectContaining({ route, userId: 1 })]);
+    },
+  );
 });
