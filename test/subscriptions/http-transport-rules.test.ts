@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { documentIdOf } from '../../src/operations/documents.js';
 import { captureLog } from '../support/captured-log.js';
+import { ManualClock } from '../support/clock.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { connectAs } from '../support/websocket.js';
 import { Received, subscriptionsRunning } from './helpers.js';
@@ -247,4 +248,92 @@ describe('an unexpected error in an event, over each HTTP transport', () => {
         .toEqual([expect.objectContaining({ route, userId: 1 })]);
     },
   );
+});
+
+/** Reserves a single-connection stream (PUT) for the caller of `authorization`; answers its token. */
+async function reserveStream(gateway: TestGateway, authorization: string): Promise<string> {
+  const reserved = await fetch(`${gateway.url}/graphql/stream`, { method: 'PUT', headers: { authorization } });
+  expect(reserved.status).toBe(201);
+  return reserved.text();
+}
+
+/** Adds a subscription to the single-connection stream of `token`; answers the HTTP status (202: accepted). */
+async function subscribeOnStream(gateway: TestGateway, authorization: string, token: string, operationId: string): Promise<number> {
+  const posted = await fetch(`${gateway.url}/graphql/stream`, {
+    method: 'POST',
+    headers: { authorization, 'content-type': 'application/json', 'x-graphql-event-stream-token': token },
+    body: JSON.stringify({ query: 'subscription { quota }', extensions: { operationId } }),
+  });
+  await posted.arrayBuffer();
+  return posted.status;
+}
+
+describe('stopping with a single-connection event stream open', () => {
+  it('completes each of its subscriptions with a complete event, then ends the stream, as with distinct connections', async () => {
+    const gateway = await startTestGateway();
+    try {
+      await gateway.seed(SEED);
+      const authorization = `Bearer ${await gateway.token(1)}`;
+      const token = await reserveStream(gateway, authorization);
+      const stream = await fetch(`${gateway.url}/graphql/stream`, {
+        headers: { authorization, accept: 'text/event-stream', 'x-graphql-event-stream-token': token },
+      });
+      expect(stream.status).toBe(200);
+      // Resolves when the stream ends; rejects if it is cut.
+      const whole = stream.text();
+      expect(await subscribeOnStream(gateway, authorization, token, 'balance')).toBe(202);
+      const client = createSseClient({
+        url: `${gateway.url}/graphql/stream`,
+        headers: { authorization },
+        singleConnection: true,
+        retryAttempts: 0,
+      });
+      const received = new Received();
+      client.subscribe({ query: 'subscription { quota }' }, received.sink);
+      expect(await received.first(1)).toEqual([{ data: { quota: 12.5 } }]);
+      await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 20 }).toBe(2);
+
+      await gateway.stop();
+      expect(await received.end()).toBe('complete');
+      expect(await whole).toMatch(
+        /^(:\n\n)+event: next\ndata: \{"id":"balance","payload":\{"data":\{"quota":12\.5\}\}\}\n\n(:\n\n)*event: complete\ndata: \{"id":"balance"\}\n\n$/,
+      );
+    } finally {
+      // Stopping again is safe; it stops one left running by a failure above.
+      await gateway.stop();
+    }
+  });
+});
+
+describe('a single-connection stream reserved and never connected', () => {
+  const clock = new ManualClock();
+  let gateway: TestGateway;
+
+  beforeAll(async () => {
+    gateway = await startTestGateway({ SUBSCRIPTIONS_PER_CALLER: '1' }, { clock });
+    await gateway.seed(SEED);
+  });
+  afterAll(() => gateway?.stop());
+
+  it('is let go after 30 s, with its subscriptions: the caller’s count goes back', async () => {
+    const authorization = `Bearer ${await gateway.token(1)}`;
+    const unused = await reserveStream(gateway, authorization);
+    const token = await reserveStream(gateway, authorization);
+    // A subscription added to a stream not yet connected runs, its events kept for the connection.
+    expect(await subscribeOnStream(gateway, authorization, token, 'balance')).toBe(202);
+    await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 20 }).toBe(1);
+    expect(await firstAnswer(gateway, 'sse, distinct connections', { query: 'subscription { quota }' })).toEqual({
+      errors: [expect.objectContaining({ extensions: { code: 'TOO_MANY_SUBSCRIPTIONS' } })],
+    });
+
+    await clock.advance(29_999);
+    expect(await subscriptionsRunning(gateway.url)).toBe(1);
+    await clock.advance(1);
+    expect(await subscriptionsRunning(gateway.url)).toBe(0);
+    expect(await firstAnswer(gateway, 'sse, distinct connections', { query: 'subscription { quota }' })).toEqual({
+      data: { quota: 12.5 },
+    });
+    // Both tokens name nothing any more.
+    for (const gone of [token, unused]) expect(await subscribeOnStream(gateway, authorization, gone, 'again')).toBe(404);
+  });
 });
