@@ -16,14 +16,13 @@ import {
 import type { Caller } from '../auth/authenticator.js';
 import { callerOf } from '../auth/require-caller.js';
 import type { Clock } from '../clock.js';
+import { SSE_PATH } from '../http/route-paths.js';
 import { requestIdOf } from '../observability/request-log.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
 import { answerOnce, type LiveResults, type SubscribeRequest, SubscriptionFailure } from '../operations/subscriptions.js';
 import { isRecord } from '../shared/is-record.js';
 import type { StreamedResponses } from './streamed-responses.js';
 
-/** Where the Server-Sent Events door is served. */
-export const SSE_PATH = '/graphql/stream';
 /** A single-connection stream reserved (PUT) and not connected within this long is let go, so reservations cannot pile up. */
 const RESERVATION_MS = 30_000;
 
