@@ -4,6 +4,8 @@ import { AccountStore } from './account.store.js';
 import { apiKeyModel } from './api-key.model.js';
 import { userModel } from './user.model.js';
 
+export { accountRules } from './account-rules.js';
+
 /** Users, their balances and API keys. */
 export function createAccounts(connection: Connection) {
   const models = { users: userModel(connection), apiKeys: apiKeyModel(connection) };

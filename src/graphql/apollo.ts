@@ -11,6 +11,7 @@ import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHt
 import type { RequestContext } from '../context.js';
 import { badRequest } from '../errors.js';
 import { DRAIN_GRACE_MS } from '../http/lifecycle.js';
+import { GRAPHQL_PATH, SSE_PATH } from '../http/route-paths.js';
 import { checkOperationCost, LIMIT_RULES, PARSE_OPTIONS } from '../operations/limits.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
 
@@ -54,7 +55,7 @@ export function createApolloServer(pipeline: OperationPipeline, options: ApolloO
       // On stop: no new connections, idle keep-alive ones closed at once, busy ones once their answer is out.
       ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer, stopGracePeriodMillis: DRAIN_GRACE_MS }),
       pipelinePlugin(pipeline),
-      subscriptionsOverWebSocket,
+      subscriptionsElsewhere,
       ...(options.plugins ?? []),
     ],
   });
@@ -109,13 +110,19 @@ function pipelinePlugin(pipeline: OperationPipeline): ApolloServerPlugin<Request
   };
 }
 
-/** Over HTTP a subscription would run once and answer nothing useful: it is refused (400) with where to go. */
-const subscriptionsOverWebSocket: ApolloServerPlugin<RequestContext> = {
+/**
+ * A subscription that reaches Apollo Server came without the multipart `Accept` (which the
+ * multipart door takes before it): run once, it would answer nothing useful. It is refused (400)
+ * with the three ways a client can subscribe.
+ */
+const subscriptionsElsewhere: ApolloServerPlugin<RequestContext> = {
   async requestDidStart() {
     return {
       async didResolveOperation({ operation }) {
         if (operation?.operation === 'subscription') {
-          throw badRequest('subscriptions are served over WebSocket (graphql-transport-ws) on this same /graphql endpoint');
+          throw badRequest(
+            `subscriptions are served over WebSocket (graphql-transport-ws) on ${GRAPHQL_PATH}, over Server-Sent Events (graphql-sse) on ${SSE_PATH}, and on POST ${GRAPHQL_PATH} with Accept: multipart/mixed;subscriptionSpec="1.0"`,
+          );
         }
       },
     };

@@ -8,6 +8,7 @@ import {
   type ExecutionResult,
   type Handler as SseHandler,
   type Request as SseRequest,
+  type RequestParams,
   TOKEN_HEADER_KEY,
   TOKEN_QUERY_KEY,
 } from 'graphql-sse';
@@ -15,13 +16,13 @@ import {
 import type { Caller } from '../auth/authenticator.js';
 import { callerOf } from '../auth/require-caller.js';
 import type { Clock } from '../clock.js';
+import { SSE_PATH } from '../http/route-paths.js';
 import { requestIdOf } from '../observability/request-log.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
-import { answerOnce, type LiveResults, SubscriptionFailure } from '../operations/subscriptions.js';
+import { answerOnce, type LiveResults, type SubscribeRequest, SubscriptionFailure } from '../operations/subscriptions.js';
+import { isRecord } from '../shared/is-record.js';
 import type { StreamedResponses } from './streamed-responses.js';
 
-/** Where the Server-Sent Events door is served. */
-export const SSE_PATH = '/graphql/stream';
 /** A single-connection stream reserved (PUT) and not connected within this long is let go, so reservations cannot pile up. */
 const RESERVATION_MS = 30_000;
 
@@ -59,7 +60,7 @@ export function serverSentEvents(pipeline: OperationPipeline, streams: StreamedR
     authenticate: streamToken,
     async onSubscribe(request, params) {
       const { caller, requestId } = request.context;
-      const answer = await pipeline.subscribe(params, { caller, door: 'sse', requestId });
+      const answer = await pipeline.subscribe(withDocumentId(request, params), { caller, door: 'sse', requestId });
       const results = 'refused' in answer ? answerOnce({ errors: answer.refused }) : new EndingWithErrors(answer, running);
       // graphql-sse types results as graphql-js's; these are formatted already, and it writes each as JSON.
       return results as unknown as AsyncGenerator<ExecutionResult>;
@@ -118,6 +119,18 @@ function sseRequest(request: ExpressRequest, context: SseContext): SseRequest<In
     raw: request,
     context,
   };
+}
+
+/**
+ * What a request names to run, as the pipeline reads it: graphql-sse's parameters (`query`,
+ * `variables`, `operationName`, `extensions`) and a trusted document's `documentId`, which
+ * graphql-sse does not read, from the JSON body or the URL as `/graphql` takes it.
+ */
+function withDocumentId(request: SseRequest<IncomingMessage | undefined, SseContext>, params: RequestParams): SubscribeRequest {
+  const documentId = isRecord(request.body)
+    ? request.body.documentId
+    : (new URL(request.url, 'http://localhost').searchParams.get('documentId') ?? undefined);
+  return documentId === undefined ? params : { ...params, documentId };
 }
 
 /**

@@ -3,14 +3,14 @@ import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import { type Failure, type FailureField, failureOf, graphqlAnswer, type HttpAnswer, legacyAnswer, noSuchEndpoint } from '../errors.js';
 import { requestIdOf } from '../observability/request-log.js';
 import { inPreferredMediaType, sendAnswer } from './json-answer.js';
-import { answerUnreadBody } from './refused-body.js';
+import { answerUnreadBody, hasUnreadBody } from './refused-body.js';
 
 /**
  * Answers whatever a step of the request threw, rendered for the surface it belongs to.
  * An unexpected failure is logged first, with its request id, since its answer tells nothing.
  * A request refused before its body arrived (credentials, rate limit, size) also loses its
  * connection, once the client could read the answer: otherwise Node would keep reading the
- * unwanted body, however slowly it comes.
+ * unwanted body, however slowly it comes. A request without a body keeps its connection.
  */
 function answerFailures(render: (failure: Failure, requestId: string, request: Request) => HttpAnswer): ErrorRequestHandler {
   return (error: unknown, request, response, next) => {
@@ -18,8 +18,8 @@ function answerFailures(render: (failure: Failure, requestId: string, request: R
     const failure = failureOf(error);
     if (failure.kind === 'internal') request.log.error({ err: failure.originalError ?? error }, 'request failed');
     const answer = render(failure, requestIdOf(request), request);
-    if (request.complete) sendAnswer(response, answer);
-    else answerUnreadBody(request, response, answer);
+    if (hasUnreadBody(request)) answerUnreadBody(request, response, answer);
+    else sendAnswer(response, answer);
   };
 }
 

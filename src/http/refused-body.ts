@@ -18,6 +18,18 @@ export function answerUnreadBody(request: IncomingMessage, response: ServerRespo
   discardBody(request, () => response.end());
 }
 
+/**
+ * Whether some of `request`'s body may still come: it has one (RFC 9112 §6.3: a
+ * `Transfer-Encoding`, or a `Content-Length` above 0) not yet read to its end. A request without
+ * either has none, though Node marks it complete only once the steps that answer it at once
+ * (a 404, a missing credential) have run.
+ */
+export function hasUnreadBody(request: IncomingMessage): boolean {
+  if (request.complete) return false;
+  const { 'transfer-encoding': transferEncoding, 'content-length': contentLength } = request.headers;
+  return transferEncoding !== undefined || Number(contentLength ?? 0) > 0;
+}
+
 /** Reads the rest of `request`'s body into nothing; calls `done` once when it ends, the client goes, or a bound is reached. */
 function discardBody(request: IncomingMessage, done: () => void): void {
   if (request.readableEnded || request.destroyed) return done();

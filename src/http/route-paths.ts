@@ -6,6 +6,9 @@ import { match } from 'path-to-regexp';
 /** Where GraphQL is served: over HTTP, and as WebSocket subscriptions. */
 export const GRAPHQL_PATH = '/graphql';
 
+/** Where subscriptions are served as Server-Sent Events (the `graphql-sse` protocol). */
+export const SSE_PATH = '/graphql/stream';
+
 /**
  * Whether Express routes `request` to a route at `path`, whatever its method: the test its
  * router (the `router` package) applies to a route, with the app's default settings (neither

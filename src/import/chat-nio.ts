@@ -1,13 +1,15 @@
 import { z } from 'zod';
 
+import { accountRules } from '../accounts/index.js';
 import { exactMicros, MAX_BALANCE_POINTS, MICROS_PER_POINT, roundedMicros } from '../accounts/points.js';
 import { hashApiKey } from '../auth/api-key.js';
 import { type Gift, GIFTS } from '../billing/gift.js';
 import type { ConversationRecord } from '../conversations/conversation.model.js';
 import { MAX_DOCUMENT_BYTES, storedBytes } from '../conversations/conversation.store.js';
+import { conversationRules } from '../conversations/index.js';
 import { InvalidInput } from '../invalid-input.js';
 import { MAX_CONVERSATION_NAME_LENGTH, MAX_CREDENTIAL_LENGTH, MAX_MODEL_NAME_LENGTH, MAX_USERNAME_LENGTH } from '../limits.js';
-import { describeIssue, seedRules } from '../seed/seed-file.js';
+import { describeIssue } from '../shared/field-rules.js';
 import { isRecord } from '../shared/is-record.js';
 import type { LegacySource, Row } from './legacy-source.js';
 
@@ -249,7 +251,7 @@ export function balanceOf(value: unknown): Checked<LegacyBalance> {
   return { ok: true, value: { micros, rounded: exactMicros(amount) === null } };
 }
 
-const userFields = z.object({ id: seedRules.id, username: seedRules.username });
+const userFields = z.object({ id: accountRules.userId, username: accountRules.username });
 
 /** An `auth` row (id and username) with its balance. */
 export function userOf(row: Row, balance: LegacyBalance): Checked<LegacyUser> {
@@ -258,7 +260,7 @@ export function userOf(row: Row, balance: LegacyBalance): Checked<LegacyUser> {
   return { ok: true, value: { ...parsed.data, balanceMicros: balance.micros } };
 }
 
-const apiKeyFields = z.object({ user_id: seedRules.id, api_key: seedRules.apiKey });
+const apiKeyFields = z.object({ user_id: accountRules.userId, api_key: accountRules.apiKey });
 
 /** An `apikey` row: the key is kept only as its hash, as every key here. */
 export function apiKeyOf(row: Row): Checked<{ userId: number; hash: string }> {
@@ -268,7 +270,7 @@ export function apiKeyOf(row: Row): Checked<{ userId: number; hash: string }> {
 }
 
 const giftFields = z.object({
-  user_id: seedRules.id,
+  user_id: accountRules.userId,
   type: z.enum(GIFTS, { error: (issue) => `${shown(issue.input)} is not a gift package here (${GIFTS.join(', ')})` }),
 });
 
@@ -279,7 +281,7 @@ export function giftOf(row: Row): Checked<{ userId: number; gift: Gift }> {
   return { ok: true, value: { userId: parsed.data.user_id, gift: parsed.data.type } };
 }
 
-/** The seed format's field names as Chat Nio's columns, in reasons. */
+/** A conversation's field names (`conversationRules.record`) as Chat Nio's columns, in reasons. */
 const CONVERSATION_COLUMNS: Record<string, string> = {
   userId: 'user_id',
   id: 'conversation_id',
@@ -295,7 +297,7 @@ const CONVERSATION_COLUMNS: Record<string, string> = {
 export function conversationOf(row: Row): Checked<Required<ConversationRecord>> {
   const messages = messagesOf(row.data);
   if (!messages.ok) return messages;
-  const parsed = seedRules.conversation.safeParse({
+  const parsed = conversationRules.record.safeParse({
     userId: numeric(row.user_id),
     id: numeric(row.conversation_id),
     name: row.conversation_name ?? undefined,

@@ -1,4 +1,4 @@
-import { seedRules } from '../seed/seed-file.js';
+import { conversationRules } from '../conversations/index.js';
 import {
   apiKeyOf,
   balanceOf,
@@ -421,5 +421,5 @@ function isNull(row: Row, column: string): boolean {
 }
 
 function isConversationNumber(value: unknown): value is number {
-  return seedRules.id.safeParse(value).success;
+  return conversationRules.number.safeParse(value).success;
 }

@@ -1,86 +1,32 @@
 import { readFile } from 'node:fs/promises';
 
-import { GRAPHQL_MAX_INT as MAX_ID } from 'graphql';
 import { z } from 'zod';
 
 import type { AccountStore } from '../accounts/account.store.js';
-import { BALANCE_DECIMALS, exactMicros, MAX_BALANCE_POINTS, pointsToMicros } from '../accounts/points.js';
+import { accountRules } from '../accounts/index.js';
+import { pointsToMicros } from '../accounts/points.js';
 import { API_KEY_PREFIX, hashApiKey } from '../auth/api-key.js';
-import { isApiKeyShaped } from '../auth/credential.js';
 import type { ConversationStore } from '../conversations/conversation.store.js';
-import { conversationNameProblem } from '../conversations/conversation-name.js';
+import { conversationRules } from '../conversations/index.js';
 import { InvalidInput } from '../invalid-input.js';
-import { MAX_CREDENTIAL_LENGTH, MAX_MESSAGE_ROLE_LENGTH, MAX_MODEL_NAME_LENGTH, MAX_USERNAME_LENGTH } from '../limits.js';
+import { describeIssue } from '../shared/field-rules.js';
 import { isRecord } from '../shared/is-record.js';
-import { isLongerThan, storedTextProblem } from '../shared/stored-text.js';
 
 /** Records written per database command. */
 const BATCH_SIZE = 1_000;
 /** Progress is reported each time this many more records are written. */
 export const PROGRESS_EVERY = 2_000;
 
-/** A missing field is "required"; a field of the wrong type says which type it needs. */
-const typed = (kind: string) => ({ error: (issue: { input: unknown }) => (issue.input === undefined ? 'is required' : `must be ${kind}`) });
-
-const id = z
-  .number(typed('a number'))
-  .refine((value) => Number.isInteger(value) && value >= 1 && value <= MAX_ID, `must be an integer from 1 to ${MAX_ID}`);
-const quota = z
-  .number(typed('a number'))
-  .refine((value) => value >= 0 && value <= MAX_BALANCE_POINTS, `must be from 0 to ${MAX_BALANCE_POINTS}`)
-  .refine((value) => exactMicros(value) !== null, `must have at most ${BALANCE_DECIMALS} decimal places`);
-
-/** A rule of a text field: why the text is refused, or null. */
-type TextRule = (text: string) => string | null;
-
-/** A string that passes every rule; the first one that refuses it gives the message. */
-function text(...rules: TextRule[]) {
-  return z.string(typed('a string')).superRefine((value, context) => {
-    for (const rule of rules) {
-      const message = rule(value);
-      if (message !== null) return context.addIssue({ code: 'custom', message, input: value });
-    }
-  });
-}
-
-const notEmpty: TextRule = (value) => (value === '' ? 'must not be empty' : null);
-const notBlank: TextRule = (value) => (value.trim() === '' ? 'must not be empty' : null);
-const atMost =
-  (length: number): TextRule =>
-  (value) =>
-    isLongerThan(value, length) ? `must be at most ${length} characters` : null;
-const apiKeyShape: TextRule = (key) =>
-  key.length >= 12 && isApiKeyShaped(key)
-    ? null
-    : `must start with ${API_KEY_PREFIX}, be 12 to ${MAX_CREDENTIAL_LENGTH} characters long and hold only printable ASCII without spaces`;
-
-// Every text is stored exactly as given, so none may hold what storage would change (`storedTextProblem`).
-const username = text(notBlank, storedTextProblem, atMost(MAX_USERNAME_LENGTH));
-const apiKey = text(storedTextProblem, apiKeyShape);
-
+/** A user entry: the account's fields (`accountRules`), its balance as `quota`, its plain API keys. */
 const userSchema = z.strictObject({
-  id,
-  username,
-  quota: quota.default(0),
-  apiKeys: z.array(apiKey).default([]),
+  id: accountRules.userId,
+  username: accountRules.username,
+  quota: accountRules.balance.default(0),
+  apiKeys: z.array(accountRules.apiKey).default([]),
 });
 
-const conversationSchema = z.strictObject({
-  userId: id,
-  id,
-  // The rule of renaming.
-  name: text(conversationNameProblem, storedTextProblem),
-  model: text(storedTextProblem, atMost(MAX_MODEL_NAME_LENGTH)),
-  enableWeb: z.boolean(typed('true or false')).default(false),
-  messages: z
-    .array(
-      z.strictObject({
-        role: text(notEmpty, storedTextProblem, atMost(MAX_MESSAGE_ROLE_LENGTH)),
-        content: text(storedTextProblem),
-      }),
-    )
-    .default([]),
-});
+/** A conversation entry: a conversation as stored (`conversationRules`). */
+const conversationSchema = conversationRules.record;
 
 const fileSchema = z.strictObject({
   users: z.array(z.unknown()).default([]),
@@ -95,12 +41,6 @@ export interface SeedData {
 
 type SeedUser = z.output<typeof userSchema>;
 type SeedConversation = z.output<typeof conversationSchema>;
-
-/**
- * The checks of single values that other ways in (the Chat Nio import) share with seed files,
- * so that what one accepts the other does too.
- */
-export const seedRules = { id, username, apiKey, conversation: conversationSchema };
 
 /** Where seed data goes: the accounts and conversations domains (`createAccounts`, `createConversations`). */
 export interface SeedTarget {
@@ -221,12 +161,12 @@ function listedKeys(file: { users: unknown[]; conversations: unknown[] }) {
   return {
     users: file.users.map((entry, index) => ({
       at: `users[${index}]`,
-      id: field(entry, 'id', id),
-      username: field(entry, 'username', userSchema.shape.username),
+      id: field(entry, 'id', accountRules.userId),
+      username: field(entry, 'username', accountRules.username),
     })),
     apiKeys: file.users.flatMap((entry, index) => {
       const keys = field(entry, 'apiKeys', z.array(z.unknown()));
-      const owner = field(entry, 'id', id);
+      const owner = field(entry, 'id', accountRules.userId);
       return (keys ?? []).flatMap((key, keyIndex) =>
         typeof key === 'string' && key.startsWith(API_KEY_PREFIX)
           ? [{ at: `users[${index}].apiKeys[${keyIndex}]`, key: hashApiKey(key), owner }]
@@ -235,8 +175,8 @@ function listedKeys(file: { users: unknown[]; conversations: unknown[] }) {
     }),
     conversations: file.conversations.map((entry, index) => ({
       at: `conversations[${index}]`,
-      userId: field(entry, 'userId', id),
-      id: field(entry, 'id', id),
+      userId: field(entry, 'userId', accountRules.userId),
+      id: field(entry, 'id', conversationRules.number),
     })),
   };
 }
@@ -321,14 +261,6 @@ function firstOccurrences<Key>(entries: { at: string; key: Key }[], problems: st
     else problems.push(`${at}: ${message(key)} (also ${earlier})`);
   }
   return first;
-}
-
-/** A zod issue as `path: message`, e.g. `users[0].quota: must be from 0 to 1000000000`. */
-export function describeIssue(prefix: string) {
-  return (issue: z.core.$ZodIssue): string => {
-    const path = issue.path.map((part) => (typeof part === 'number' ? `[${part}]` : `.${String(part)}`)).join('');
-    return `${`${prefix}${path}`.replace(/^\./, '') || '(file)'}: ${issue.message}`;
-  };
 }
 
 /** JSON.parse names a position; people look for a line and a column. */

@@ -7,6 +7,7 @@ import { BODY_LIMIT_BYTES } from '../../src/limits.js';
 import { eventually } from '../support/eventually.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
+import { openConnection, rawRequest } from '../support/raw-http.js';
 import { startTestSidecar, type TestSidecar } from '../support/sidecar.js';
 
 let gateway: TestGateway;
@@ -115,4 +116,52 @@ describe('the metrics of a refused body (and the request log, which shares their
     await eventually(async () => (counted(await scrapeMetrics(gateway.url)) === 3 ? true : undefined), 5_000, 'three 413s counted');
     expect(sample(await scrapeMetrics(gateway.url), 'http_requests_total', labels('499'))).toBe(0);
   });
+});
+
+describe('a failure answered before a request is complete, on a keep-alive connection', () => {
+  const servers = { gateway: () => gateway.url, sidecar: () => sidecar.url };
+  /** Requests with nothing unread (no Content-Length, no Transfer-Encoding, or a length of 0), refused at once. */
+  const bodiless: [string, string, [string, string][], number][] = [
+    ['GET', '/nowhere', [], 404],
+    ['GET', '/quota', [], 401],
+    ['DELETE', '/quota', [], 405],
+    ['POST', '/nowhere', [['Content-Length', '0']], 404],
+  ];
+
+  it.each(Object.keys(servers) as (keyof typeof servers)[])(
+    'keeps the connection of a request without a body, on the %s: the next request is answered on it',
+    async (server) => {
+      const url = servers[server]();
+      const host: [string, string] = ['Host', new URL(url).host];
+      const connection = await openConnection(url);
+      try {
+        for (const [method, path, headers, status] of bodiless) {
+          const [refused] = await connection.exchange([rawRequest(method, path, [host, ...headers])], 1, 5_000);
+          expect([method, path, refused?.status, refused?.headers.connection]).toEqual([method, path, status, 'keep-alive']);
+        }
+        const [answered] = await connection.exchange([rawRequest('GET', '/quota', [host, ['Authorization', authorization]])], 1, 5_000);
+        expect(answered).toMatchObject({ status: 200, body: '{"status":true,"quota":12.5}' });
+      } finally {
+        connection.close();
+      }
+    },
+  );
+
+  it.each(Object.keys(servers) as (keyof typeof servers)[])(
+    'closes the connection of a request whose body is left unread, on the %s, once it is answered',
+    async (server) => {
+      const url = servers[server]();
+      const host: [string, string] = ['Host', new URL(url).host];
+      const connection = await openConnection(url);
+      try {
+        const declared = rawRequest('POST', '/buy', [host, ['Authorization', 'Bearer junk'], ['Content-Length', '1000']]);
+        const [refused] = await connection.exchange([declared], 1, 5_000);
+        expect([refused?.status, refused?.headers.connection]).toEqual([401, 'close']);
+        // Nothing more is read on it: the server closes it (once the body's wait is over).
+        expect(await connection.exchange([], 1, 5_000)).toEqual([]);
+      } finally {
+        connection.close();
+      }
+    },
+  );
 });

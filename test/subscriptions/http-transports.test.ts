@@ -9,7 +9,7 @@ import { captureLog } from '../support/captured-log.js';
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
 import { connectAs } from '../support/websocket.js';
-import { subscriptionsRunning } from './helpers.js';
+import { apolloSubscription, Received, subscriptionsRunning } from './helpers.js';
 
 const SEED = {
   users: [
@@ -19,47 +19,6 @@ const SEED = {
   conversations: [{ userId: 1, id: 1, name: 'Trip plan', model: 'gpt-4o', enableWeb: false, messages: [] }],
 };
 const EVENTS = 'subscription Events { conversationEvents { kind number conversation { name } } }';
-
-/** What a subscription has received so far, and whether (and how) it ended. */
-class Received<T = Record<string, unknown>> {
-  readonly results: ExecutionResult<T, unknown>[] = [];
-  ended: 'complete' | { error: unknown } | undefined;
-  private waiters: (() => void)[] = [];
-
-  readonly sink = {
-    next: (result: ExecutionResult<T, unknown>) => this.push(() => this.results.push(result)),
-    error: (error: unknown) => this.push(() => (this.ended = { error })),
-    complete: () => this.push(() => (this.ended = 'complete')),
-  };
-
-  /** The first `count` results, once they arrived (fails after `timeoutMs`). */
-  async first(count: number, timeoutMs = 5_000): Promise<ExecutionResult<T, unknown>[]> {
-    await this.until(() => this.results.length >= count, timeoutMs, `${count} results`);
-    return this.results.slice(0, count);
-  }
-
-  async end(timeoutMs = 5_000): Promise<Received<T>['ended']> {
-    await this.until(() => this.ended !== undefined, timeoutMs, 'the end');
-    return this.ended;
-  }
-
-  private push(change: () => void): void {
-    change();
-    for (const wake of this.waiters.splice(0)) wake();
-  }
-
-  private async until(done: () => boolean, timeoutMs: number, what: string): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!done()) {
-      if (Date.now() > deadline)
-        throw new Error(`no ${what} within ${timeoutMs} ms: ${JSON.stringify(this.results)} ${String(this.ended)}`);
-      await new Promise<void>((resolve) => {
-        this.waiters.push(resolve);
-        setTimeout(resolve, 50);
-      });
-    }
-  }
-}
 
 let gateway: TestGateway;
 let alice: string;
@@ -251,21 +210,6 @@ describe('urql over Server-Sent Events', () => {
   });
 });
 
-/** Apollo Client 4 subscribing over multipart, as an app would. */
-function apolloSubscription(target: TestGateway, authorization: string, query: string): { received: Received; stop(): void } {
-  const client = new ApolloClient({
-    link: new HttpLink({ uri: `${target.url}/graphql`, headers: { authorization } }),
-    cache: new InMemoryCache(),
-  });
-  const received = new Received();
-  const subscription = client.subscribe({ query: gql(query) }).subscribe({
-    next: (result) => received.sink.next(result as ExecutionResult<Record<string, unknown>, unknown>),
-    error: received.sink.error,
-    complete: received.sink.complete,
-  });
-  return { received, stop: () => subscription.unsubscribe() };
-}
-
 describe('every transport under the same caps, metrics, writers and shutdown', () => {
   let capped: TestGateway;
   let other: TestGateway;
@@ -289,7 +233,7 @@ describe('every transport under the same caps, metrics, writers and shutdown', (
     const sse = createSseClient({ url: `${capped.url}/graphql/stream`, headers: { authorization }, retryAttempts: 0 });
     const overSse = new Received();
     sse.subscribe({ query: EVENTS }, overSse.sink);
-    const overMultipart = apolloSubscription(capped, authorization, EVENTS);
+    const overMultipart = apolloSubscription(capped.url, authorization, EVENTS);
     await expect.poll(() => subscriptionsRunning(capped.url), { timeout: 5_000, interval: 20 }).toBe(3);
 
     const metrics = await scrapeMetrics(capped.url);

@@ -255,7 +255,8 @@ describe('what a socket may run', () => {
     expect(overHttp.status).toBe(400);
     expect(overHttp.body.errors).toMatchObject([
       {
-        message: 'subscriptions are served over WebSocket (graphql-transport-ws) on this same /graphql endpoint',
+        message:
+          'subscriptions are served over WebSocket (graphql-transport-ws) on /graphql, over Server-Sent Events (graphql-sse) on /graphql/stream, and on POST /graphql with Accept: multipart/mixed;subscriptionSpec="1.0"',
         extensions: { code: 'BAD_REQUEST' },
       },
     ]);

@@ -360,9 +360,11 @@ export type RenameConversationPayload = {
 };
 
 /**
- * Live updates, over WebSocket only (the `graphql-transport-ws` protocol on `/graphql`). They come
- * from the database's change streams, so they include writes by every gateway instance and by any
- * other writer of the same database.
+ * Live updates, served over three transports with the same credentials, limits and rules: WebSocket
+ * (the `graphql-transport-ws` protocol on `/graphql`), Server-Sent Events (the `graphql-sse` protocol
+ * on `/graphql/stream`) and Apollo's multipart HTTP subscriptions (`POST /graphql` with
+ * `Accept: multipart/mixed;subscriptionSpec="1.0"`). They come from the database's change streams,
+ * so they include writes by every gateway instance and by any other writer of the same database.
  */
 export type Subscription = {
   __typename?: 'Subscription';
