@@ -44,7 +44,7 @@ const KINDS = {
   persistedQueryOnly: { code: 'PERSISTED_QUERY_ONLY', status: 400 },
   badUserInput: { code: ApolloServerErrorCode.BAD_USER_INPUT, status: 200 },
   notAvailable: { code: 'UNAVAILABLE', status: 200 },
-  // Subscriptions run over WebSocket only, where no HTTP status applies.
+  // A subscription's failures are answered inside its stream (a WebSocket message, an event), where no HTTP status applies.
   subscriptionsUnavailable: { code: 'SUBSCRIPTIONS_UNAVAILABLE', status: 200 },
   tooManySubscriptions: { code: 'TOO_MANY_SUBSCRIPTIONS', status: 200 },
   eventsLost: { code: 'EVENTS_LOST', status: 200 },
