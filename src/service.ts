@@ -9,7 +9,7 @@ import { type EmbeddedServer, startEmbeddedServer } from '@chat-gateway/embedded
 import proxyAddress from 'proxy-addr';
 
 import { type Accounts, createAccounts } from './accounts/index.js';
-import { createApp } from './app.js';
+import { buildApp } from './app.js';
 import { secretKey, signAccessToken } from './auth/access-token.js';
 import { Authenticator } from './auth/authenticator.js';
 import { type Billing, createBilling } from './billing/index.js';
@@ -22,7 +22,7 @@ import { withDatabaseName } from './db/uri.js';
 import { createApolloServer } from './graphql/apollo.js';
 import { buildSchema } from './graphql/schema.js';
 import { listen, Shutdown } from './http/lifecycle.js';
-import { createHttpServer } from './http/server.js';
+import { createHttpServer, expressApp } from './http/server.js';
 import { createHttpStreams } from './http-streams/index.js';
 import type { Logger } from './logger.js';
 import { createMetrics } from './observability/metrics.js';
@@ -195,7 +195,8 @@ async function startGraphQL({ config, logger, options, tracing, database, domain
   const createContext = contextFactory(domains, subscriptions, config.responseMaxBytes);
   const schema = buildSchema([domains.conversations.resolvers, domains.billing.resolvers, subscriptions.resolvers]);
   const restRoutes = prepareRoutes(options.restRoutes, schema);
-  const httpServer = createHttpServer();
+  const app = expressApp(config.trustProxy);
+  const httpServer = createHttpServer(app);
   const metrics = createMetrics({
     token: config.metricsToken,
     production: config.production,
@@ -222,7 +223,7 @@ async function startGraphQL({ config, logger, options, tracing, database, domain
   await apollo.start();
   // Stopping Apollo Server drains the HTTP server: no new connections, in-flight requests finished (bounded).
   closers.push(() => apollo.stop());
-  return { restRoutes, httpServer, metrics, pipeline, apollo, rateLimits, createContext };
+  return { restRoutes, app, httpServer, metrics, pipeline, apollo, rateLimits, createContext };
 }
 
 /** The first admission check: the caller's rate limit, one request (or subscribe message) counted. */
@@ -237,7 +238,7 @@ function perCallerRate(rateLimits: RateLimits): AdmissionCheck {
  * event streams completed), then Apollo Server drains the rest.
  */
 async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startGraphQL>>): Promise<string> {
-  const { restRoutes, httpServer, metrics, pipeline, apollo, rateLimits, createContext } = graphql;
+  const { restRoutes, app, httpServer, metrics, pipeline, apollo, rateLimits, createContext } = graphql;
   const { config, logger, options, tracing, database, subscriptions, authenticator, closers } = parts;
   const shutdown = new Shutdown(config.shutdownDelayMs, parts.clock);
   const httpStreams = createHttpStreams({
@@ -248,7 +249,7 @@ async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startG
     logger,
   });
   closers.push(() => httpStreams.close());
-  const app = createApp({
+  buildApp(app, {
     apollo,
     httpStreams,
     pipeline,
@@ -264,7 +265,6 @@ async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startG
     trustedDocuments: options.trustedDocuments,
     openApi: JSON.stringify(openApiDocument(options.restRoutes, packageVersion, config.restBasePath)),
     readinessDetails: subscriptions.metrics.counts,
-    trustProxy: config.trustProxy,
     corsOrigins: config.corsOrigins,
     restBasePath: config.restBasePath,
     // The playground offers the printed demo token, except in production.
