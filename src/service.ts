@@ -55,6 +55,11 @@ export interface ServiceOptions {
   apolloPlugins?: ApolloServerPlugin<RequestContext>[];
   /** Checks of one's own, run by every door after the per-caller rate limit (see `AdmissionChecks`). */
   admissionChecks?: AdmissionCheck[];
+  /**
+   * The driver's command events on the database's client, for tests that count the commands a
+   * request sends. Off otherwise, unless tracing needs them: they cost every command.
+   */
+  monitorDatabaseCommands?: boolean;
 }
 
 export interface RunningService {
@@ -138,20 +143,23 @@ interface Parts {
 }
 
 /** Traces (the SDK is loaded only with an OTLP endpoint), then the database: the real one, or the embedded engine in this process. */
-async function openDatabase(config: Config, logger: Logger, closers: Closers) {
+async function openDatabase(config: Config, logger: Logger, options: ServiceOptions, closers: Closers) {
   const tracing = await startTracing(config.tracing, { name: 'chat-gateway', version: packageVersion }, logger);
   // Last to close, so that the spans of everything else are sent.
   closers.push(() => tracing.shutdown());
   const embedded = config.mongodbUri === undefined ? await startPrivateEngine() : undefined;
   if (embedded !== undefined) closers.push(() => embedded.close());
-  const database = await connectDatabase(config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME), logger);
+  const monitorCommands = tracing.traceDatabaseCommands !== undefined || options.monitorDatabaseCommands === true;
+  const database = await connectDatabase(config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME), logger, {
+    monitorCommands,
+  });
   closers.push(() => database.close());
-  tracing.traceDatabaseCommands(database.connection.getClient());
+  tracing.traceDatabaseCommands?.(database.connection.getClient());
   return { tracing, embedded, database };
 }
 
 async function serve(config: Config, logger: Logger, options: Started, closers: Closers): Promise<RunningService> {
-  const { tracing, embedded, database } = await openDatabase(config, logger, closers);
+  const { tracing, embedded, database } = await openDatabase(config, logger, options, closers);
   const clock = options.clock ?? systemClock;
   const domains = createDomains(config, logger, database, clock, tracing);
   await buildIndexes(database.connection);
@@ -297,11 +305,11 @@ async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startG
 }
 
 /** Each domain's factory, bound to the database: stores, a service per caller, resolvers. */
-function createDomains(config: Config, logger: Logger, { connection }: Database, clock: Clock, tracing: Tracing): Domains {
-  const accounts = createAccounts(connection);
-  const conversations = createConversations(connection, logger);
+function createDomains(config: Config, logger: Logger, database: Database, clock: Clock, tracing: Tracing): Domains {
+  const accounts = createAccounts(database);
+  const conversations = createConversations(database, logger);
   const { sso, settlement } = config;
-  const billing = createBilling({ connection, accounts: accounts.store, sso, settlement, logger, clock, tracing: tracing.purchases });
+  const billing = createBilling({ database, accounts: accounts.store, sso, settlement, logger, clock, tracing: tracing.purchases });
   return { accounts, conversations, billing };
 }
 
