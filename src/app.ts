@@ -4,7 +4,6 @@ import express, { type Express, type RequestHandler } from 'express';
 
 import type { Authenticator } from './auth/authenticator.js';
 import { callerOf, requireCaller } from './auth/require-caller.js';
-import type { TrustProxy } from './config.js';
 import type { CreateContext, RequestContext } from './context.js';
 import type { Database } from './db/database.js';
 import { methodNotAllowed } from './errors.js';
@@ -56,7 +55,6 @@ export interface AppOptions {
   logger: Logger;
   /** The ids of the span a request runs in, for its log line (`Tracing.activeSpanIds`). */
   activeSpanIds: () => SpanIds | undefined;
-  trustProxy: TrustProxy;
   /** Browser origins allowed to call the API (CORS); empty, none. */
   corsOrigins: readonly string[];
   /** Where the legacy endpoints are served besides the root, e.g. `/api`. */
@@ -66,16 +64,11 @@ export interface AppOptions {
 }
 
 /**
- * The Express app: every HTTP request passes these steps in order. Each surface ends with
- * its failure handler, which answers whatever its steps threw in that surface's shape.
+ * The steps of the Express app (`expressApp`): every HTTP request passes them in order. Each
+ * surface ends with its failure handler, which answers whatever its steps threw in that surface's shape.
  */
-export function createApp(options: AppOptions): Express {
+export function buildApp(app: Express, options: AppOptions): Express {
   const { pipeline, authenticator, rateLimits, createContext, metrics } = options;
-  const app = express();
-  app.disable('x-powered-by');
-  // Every answer is no-store: an ETag would serve no cache, and cost a hash of each body.
-  app.disable('etag');
-  app.set('trust proxy', options.trustProxy);
   app.use(securityHeaders, requestLogging(options.logger, options.activeSpanIds), metrics.recordRequests);
 
   // Probes: no credentials, no rate limit, not in the request log. Scrapes: not logged either.

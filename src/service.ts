@@ -9,7 +9,7 @@ import { type EmbeddedServer, startEmbeddedServer } from '@chat-gateway/embedded
 import proxyAddress from 'proxy-addr';
 
 import { type Accounts, createAccounts } from './accounts/index.js';
-import { createApp } from './app.js';
+import { buildApp } from './app.js';
 import { secretKey, signAccessToken } from './auth/access-token.js';
 import { Authenticator } from './auth/authenticator.js';
 import { type Billing, createBilling } from './billing/index.js';
@@ -22,7 +22,7 @@ import { withDatabaseName } from './db/uri.js';
 import { createApolloServer } from './graphql/apollo.js';
 import { buildSchema } from './graphql/schema.js';
 import { listen, Shutdown } from './http/lifecycle.js';
-import { createHttpServer } from './http/server.js';
+import { createHttpServer, expressApp } from './http/server.js';
 import { createHttpStreams } from './http-streams/index.js';
 import type { Logger } from './logger.js';
 import { createMetrics } from './observability/metrics.js';
@@ -60,6 +60,11 @@ export interface ServiceOptions {
    * can inject failures with `configureFailPoint`; never set by the command line or the environment.
    */
   enableTestCommands?: boolean;
+  /**
+   * The driver's command events on the database's client, for tests that count the commands a
+   * request sends. Off otherwise, unless tracing needs them: they cost every command.
+   */
+  monitorDatabaseCommands?: boolean;
 }
 
 export interface RunningService {
@@ -143,20 +148,23 @@ interface Parts {
 }
 
 /** Traces (the SDK is loaded only with an OTLP endpoint), then the database: the real one, or the embedded engine in this process. */
-async function openDatabase(config: Config, logger: Logger, closers: Closers, enableTestCommands: boolean) {
+async function openDatabase(config: Config, logger: Logger, options: ServiceOptions, closers: Closers) {
   const tracing = await startTracing(config.tracing, { name: 'chat-gateway', version: packageVersion }, logger);
   // Last to close, so that the spans of everything else are sent.
   closers.push(() => tracing.shutdown());
-  const embedded = config.mongodbUri === undefined ? await startPrivateEngine(enableTestCommands) : undefined;
+  const embedded = config.mongodbUri === undefined ? await startPrivateEngine(options.enableTestCommands ?? false) : undefined;
   if (embedded !== undefined) closers.push(() => embedded.close());
-  const database = await connectDatabase(config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME), logger);
+  const monitorCommands = tracing.traceDatabaseCommands !== undefined || options.monitorDatabaseCommands === true;
+  const database = await connectDatabase(config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME), logger, {
+    monitorCommands,
+  });
   closers.push(() => database.close());
-  tracing.traceDatabaseCommands(database.connection.getClient());
+  tracing.traceDatabaseCommands?.(database.connection.getClient());
   return { tracing, embedded, database };
 }
 
 async function serve(config: Config, logger: Logger, options: Started, closers: Closers): Promise<RunningService> {
-  const { tracing, embedded, database } = await openDatabase(config, logger, closers, options.enableTestCommands ?? false);
+  const { tracing, embedded, database } = await openDatabase(config, logger, options, closers);
   const clock = options.clock ?? systemClock;
   const domains = createDomains(config, logger, database, clock, tracing);
   await buildIndexes(database.connection);
@@ -200,7 +208,8 @@ async function startGraphQL({ config, logger, options, tracing, database, domain
   const createContext = contextFactory(domains, subscriptions, config.responseMaxBytes);
   const schema = buildSchema([domains.conversations.resolvers, domains.billing.resolvers, subscriptions.resolvers]);
   const restRoutes = prepareRoutes(options.restRoutes, schema);
-  const httpServer = createHttpServer();
+  const app = expressApp(config.trustProxy);
+  const httpServer = createHttpServer(app);
   const metrics = createMetrics({
     token: config.metricsToken,
     production: config.production,
@@ -227,7 +236,7 @@ async function startGraphQL({ config, logger, options, tracing, database, domain
   await apollo.start();
   // Stopping Apollo Server drains the HTTP server: no new connections, in-flight requests finished (bounded).
   closers.push(() => apollo.stop());
-  return { restRoutes, httpServer, metrics, pipeline, apollo, rateLimits, createContext };
+  return { restRoutes, app, httpServer, metrics, pipeline, apollo, rateLimits, createContext };
 }
 
 /** The first admission check: the caller's rate limit, one request (or subscribe message) counted. */
@@ -242,7 +251,7 @@ function perCallerRate(rateLimits: RateLimits): AdmissionCheck {
  * event streams completed), then Apollo Server drains the rest.
  */
 async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startGraphQL>>): Promise<string> {
-  const { restRoutes, httpServer, metrics, pipeline, apollo, rateLimits, createContext } = graphql;
+  const { restRoutes, app, httpServer, metrics, pipeline, apollo, rateLimits, createContext } = graphql;
   const { config, logger, options, tracing, database, subscriptions, authenticator, closers } = parts;
   const shutdown = new Shutdown(config.shutdownDelayMs, parts.clock);
   const httpStreams = createHttpStreams({
@@ -253,7 +262,7 @@ async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startG
     logger,
   });
   closers.push(() => httpStreams.close());
-  const app = createApp({
+  buildApp(app, {
     apollo,
     httpStreams,
     pipeline,
@@ -269,7 +278,6 @@ async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startG
     trustedDocuments: options.trustedDocuments,
     openApi: JSON.stringify(openApiDocument(options.restRoutes, packageVersion, config.restBasePath)),
     readinessDetails: subscriptions.metrics.counts,
-    trustProxy: config.trustProxy,
     corsOrigins: config.corsOrigins,
     restBasePath: config.restBasePath,
     // The playground offers the printed demo token, except in production.
@@ -302,11 +310,11 @@ async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startG
 }
 
 /** Each domain's factory, bound to the database: stores, a service per caller, resolvers. */
-function createDomains(config: Config, logger: Logger, { connection }: Database, clock: Clock, tracing: Tracing): Domains {
-  const accounts = createAccounts(connection);
-  const conversations = createConversations(connection, logger);
+function createDomains(config: Config, logger: Logger, database: Database, clock: Clock, tracing: Tracing): Domains {
+  const accounts = createAccounts(database);
+  const conversations = createConversations(database, logger);
   const { sso, settlement } = config;
-  const billing = createBilling({ connection, accounts: accounts.store, sso, settlement, logger, clock, tracing: tracing.purchases });
+  const billing = createBilling({ database, accounts: accounts.store, sso, settlement, logger, clock, tracing: tracing.purchases });
   return { accounts, conversations, billing };
 }
 

@@ -1,6 +1,7 @@
 import type { Timestamp } from 'mongodb';
 
 import type { Gift } from '../billing/gift.js';
+import type { DatabaseCommands } from '../db/database-commands.js';
 import { insertMissing, type InsertMissingResult } from '../db/insert-missing.js';
 import type { ApiKeyModel } from './api-key.model.js';
 import { BALANCE_FIELDS, balanceMicrosOf, legacyMicros, type UserModel } from './user.model.js';
@@ -24,11 +25,15 @@ export class AccountStore {
   constructor(
     private readonly users: UserModel,
     private readonly apiKeys: ApiKeyModel,
+    private readonly commands: DatabaseCommands,
   ) {}
 
   /** The balance in micro-points (none without a record) and the orders still awaiting credit, read by one command. */
   async balance(userId: number): Promise<{ micros: number; pendingOrders: string[] }> {
-    const user = await this.users.findOne({ id: userId }, { _id: 0, ...BALANCE_FIELDS, pendingOrders: 1 }).lean();
+    const user = await this.commands.time(
+      'find',
+      this.users.findOne({ id: userId }, { _id: 0, ...BALANCE_FIELDS, pendingOrders: 1 }).lean(),
+    );
     return { micros: balanceMicrosOf(user), pendingOrders: user?.pendingOrders ?? [] };
   }
 
@@ -40,10 +45,13 @@ export class AccountStore {
   async balanceAt(userId: number): Promise<{ balance: StoredBalance; at: Timestamp | undefined }> {
     const session = await this.users.startSession();
     try {
-      const user = await this.users
-        .findOne({ id: userId }, { _id: 0, ...BALANCE_FIELDS })
-        .session(session)
-        .lean();
+      const user = await this.commands.time(
+        'find',
+        this.users
+          .findOne({ id: userId }, { _id: 0, ...BALANCE_FIELDS })
+          .session(session)
+          .lean(),
+      );
       return { balance: { micros: user?.balanceMicros ?? 0, legacyMicros: legacyMicros(user?.balanceUnits) }, at: session.operationTime };
     } finally {
       await session.endSession();
@@ -52,14 +60,17 @@ export class AccountStore {
 
   /** Null when the user has no record (and so no name the provider could know). */
   async billingAccount(userId: number): Promise<BillingAccount | null> {
-    const user = await this.users.findOne({ id: userId }, { _id: 0, username: 1, pendingOrders: 1, grantedGifts: 1 }).lean();
+    const user = await this.commands.time(
+      'find',
+      this.users.findOne({ id: userId }, { _id: 0, username: 1, pendingOrders: 1, grantedGifts: 1 }).lean(),
+    );
     if (!user) return null;
     return { username: user.username, pendingOrders: user.pendingOrders ?? [], grantedGifts: user.grantedGifts ?? [] };
   }
 
   /** Marks an order as awaiting credit; false when the user has no record. */
   async addPendingOrder(userId: number, order: string): Promise<boolean> {
-    const result = await this.users.updateOne({ id: userId }, { $addToSet: { pendingOrders: order } });
+    const result = await this.commands.time('update', this.users.updateOne({ id: userId }, { $addToSet: { pendingOrders: order } }));
     return result.matchedCount === 1;
   }
 
@@ -70,19 +81,22 @@ export class AccountStore {
    * null when the order was not pending (already credited or dropped).
    */
   async creditOrder(userId: number, order: string, micros: number): Promise<number | null> {
-    const user = await this.users
-      .findOneAndUpdate(
-        { id: userId, pendingOrders: order },
-        { $inc: { balanceMicros: micros }, $pull: { pendingOrders: order } },
-        { returnDocument: 'after', projection: { _id: 0, ...BALANCE_FIELDS } },
-      )
-      .lean();
+    const user = await this.commands.time(
+      'findAndModify',
+      this.users
+        .findOneAndUpdate(
+          { id: userId, pendingOrders: order },
+          { $inc: { balanceMicros: micros }, $pull: { pendingOrders: order } },
+          { returnDocument: 'after', projection: { _id: 0, ...BALANCE_FIELDS } },
+        )
+        .lean(),
+    );
     return user === null ? null : balanceMicrosOf(user);
   }
 
   /** Removes an order that was not paid from the pending set, crediting nothing. */
   async dropOrder(userId: number, order: string): Promise<void> {
-    await this.users.updateOne({ id: userId }, { $pull: { pendingOrders: order } });
+    await this.commands.time('update', this.users.updateOne({ id: userId }, { $pull: { pendingOrders: order } }));
   }
 
   /**
@@ -90,51 +104,63 @@ export class AccountStore {
    * before: the guard is the order's place in `lateCredits`, added in the same update.
    */
   async creditLateOrder(userId: number, order: string, micros: number): Promise<void> {
-    await this.users.updateOne(
-      { id: userId, lateCredits: { $ne: order } },
-      { $inc: { balanceMicros: micros }, $addToSet: { lateCredits: order } },
+    await this.commands.time(
+      'update',
+      this.users.updateOne(
+        { id: userId, lateCredits: { $ne: order } },
+        { $inc: { balanceMicros: micros }, $addToSet: { lateCredits: order } },
+      ),
     );
   }
 
   /** Credits a gift package unless this user already has it; true when this call credited it. */
   async creditGift(userId: number, gift: Gift, micros: number): Promise<boolean> {
-    const result = await this.users.updateOne(
-      { id: userId, grantedGifts: { $ne: gift } },
-      { $inc: { balanceMicros: micros }, $addToSet: { grantedGifts: gift } },
+    const result = await this.commands.time(
+      'update',
+      this.users.updateOne(
+        { id: userId, grantedGifts: { $ne: gift } },
+        { $inc: { balanceMicros: micros }, $addToSet: { grantedGifts: gift } },
+      ),
     );
     return result.modifiedCount === 1;
   }
 
   async userIdForApiKeyHash(hash: string): Promise<number | null> {
-    const key = await this.apiKeys.findOne({ hash }, { _id: 0, userId: 1 }).lean();
+    const key = await this.commands.time('find', this.apiKeys.findOne({ hash }, { _id: 0, userId: 1 }).lean());
     return key?.userId ?? null;
   }
 
   /** Creates or updates users (by id), setting each balance to the given value. One command per call. */
   async upsertUsers(users: readonly { id: number; username: string; balanceMicros: number }[]): Promise<void> {
     if (users.length === 0) return;
-    await this.users.bulkWrite(
-      users.map((user) => ({
-        updateOne: {
-          filter: { id: user.id },
-          // The balance given is the whole balance: none is left in the old unit beside it.
-          update: {
-            $set: { username: user.username, balanceMicros: user.balanceMicros },
-            $unset: { balanceUnits: '' },
-            $setOnInsert: { lastConversationId: 0 },
+    await this.commands.time(
+      'update',
+      this.users.bulkWrite(
+        users.map((user) => ({
+          updateOne: {
+            filter: { id: user.id },
+            // The balance given is the whole balance: none is left in the old unit beside it.
+            update: {
+              $set: { username: user.username, balanceMicros: user.balanceMicros },
+              $unset: { balanceUnits: '' },
+              $setOnInsert: { lastConversationId: 0 },
+            },
+            upsert: true,
           },
-          upsert: true,
-        },
-      })),
-      { ordered: false },
+        })),
+        { ordered: false },
+      ),
     );
   }
 
   async addApiKeys(keys: readonly { hash: string; userId: number }[]): Promise<void> {
     if (keys.length === 0) return;
-    await this.apiKeys.bulkWrite(
-      keys.map(({ hash, userId }) => ({ updateOne: { filter: { hash }, update: { $set: { userId } }, upsert: true } })),
-      { ordered: false },
+    await this.commands.time(
+      'update',
+      this.apiKeys.bulkWrite(
+        keys.map(({ hash, userId }) => ({ updateOne: { filter: { hash }, update: { $set: { userId } }, upsert: true } })),
+        { ordered: false },
+      ),
     );
   }
 
@@ -144,11 +170,14 @@ export class AccountStore {
    */
   async reserveConversationIds(highestIds: ReadonlyMap<number, number>): Promise<void> {
     if (highestIds.size === 0) return;
-    await this.users.bulkWrite(
-      [...highestIds].map(([userId, id]) => ({
-        updateOne: { filter: { id: userId }, update: { $max: { lastConversationId: id } }, timestamps: false },
-      })),
-      { ordered: false },
+    await this.commands.time(
+      'update',
+      this.users.bulkWrite(
+        [...highestIds].map(([userId, id]) => ({
+          updateOne: { filter: { id: userId }, update: { $max: { lastConversationId: id } }, timestamps: false },
+        })),
+        { ordered: false },
+      ),
     );
   }
 
@@ -158,6 +187,7 @@ export class AccountStore {
    */
   async insertMissingUsers(users: readonly { id: number; username: string; balanceMicros: number }[]): Promise<InsertMissingResult> {
     return insertMissing(
+      this.commands,
       this.users,
       users.map((user) => ({ key: { id: user.id }, document: { ...user, lastConversationId: 0 } })),
     );
@@ -166,13 +196,17 @@ export class AccountStore {
   /** The username and balance of each of these users that has a record. */
   async usersById(ids: readonly number[]): Promise<Map<number, { username: string; balanceMicros: number }>> {
     if (ids.length === 0) return new Map();
-    const users = await this.users.find({ id: { $in: ids } }, { _id: 0, id: 1, username: 1, ...BALANCE_FIELDS }).lean();
+    const users = await this.commands.time(
+      'find',
+      this.users.find({ id: { $in: ids } }, { _id: 0, id: 1, username: 1, ...BALANCE_FIELDS }).lean(),
+    );
     return new Map(users.map((user) => [user.id, { username: user.username, balanceMicros: balanceMicrosOf(user) }]));
   }
 
   /** Adds the API keys (by hash) not there yet; a key already there keeps its owner. */
   async insertMissingApiKeys(keys: readonly { hash: string; userId: number }[]): Promise<InsertMissingResult> {
     return insertMissing(
+      this.commands,
       this.apiKeys,
       keys.map((key) => ({ key: { hash: key.hash }, document: key })),
     );
@@ -181,32 +215,38 @@ export class AccountStore {
   /** Records gift packages as credited, so they are never credited again; the balances are left as they are. */
   async markGiftsGranted(gifts: readonly { userId: number; gift: Gift }[]): Promise<void> {
     if (gifts.length === 0) return;
-    await this.users.bulkWrite(
-      gifts.map(({ userId, gift }) => ({
-        updateOne: { filter: { id: userId }, update: { $addToSet: { grantedGifts: gift } }, timestamps: false },
-      })),
-      { ordered: false },
+    await this.commands.time(
+      'update',
+      this.users.bulkWrite(
+        gifts.map(({ userId, gift }) => ({
+          updateOne: { filter: { id: userId }, update: { $addToSet: { grantedGifts: gift } }, timestamps: false },
+        })),
+        { ordered: false },
+      ),
     );
   }
 
   /** Which of these users have a record. */
   async existingUserIds(ids: readonly number[]): Promise<Set<number>> {
     if (ids.length === 0) return new Set();
-    const users = await this.users.find({ id: { $in: ids } }, { _id: 0, id: 1 }).lean();
+    const users = await this.commands.time('find', this.users.find({ id: { $in: ids } }, { _id: 0, id: 1 }).lean());
     return new Set(users.map((user) => user.id));
   }
 
   /** The user id holding each of these usernames, for those taken. */
   async userIdsByUsername(usernames: readonly string[]): Promise<Map<string, number>> {
     if (usernames.length === 0) return new Map();
-    const users = await this.users.find({ username: { $in: usernames } }, { _id: 0, id: 1, username: 1 }).lean();
+    const users = await this.commands.time(
+      'find',
+      this.users.find({ username: { $in: usernames } }, { _id: 0, id: 1, username: 1 }).lean(),
+    );
     return new Map(users.map((user) => [user.username, user.id]));
   }
 
   /** The user id owning each of these API key hashes, for those known. */
   async apiKeyOwners(hashes: readonly string[]): Promise<Map<string, number>> {
     if (hashes.length === 0) return new Map();
-    const keys = await this.apiKeys.find({ hash: { $in: hashes } }, { _id: 0, hash: 1, userId: 1 }).lean();
+    const keys = await this.commands.time('find', this.apiKeys.find({ hash: { $in: hashes } }, { _id: 0, hash: 1, userId: 1 }).lean());
     return new Map(keys.map((key) => [key.hash, key.userId]));
   }
 }

@@ -1,9 +1,8 @@
-import type { Connection } from 'mongoose';
-
 import type { AccountStore } from '../accounts/account.store.js';
 import type { Caller } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
+import type { StoreDatabase } from '../db/database.js';
 import type { Logger } from '../logger.js';
 import type { PurchaseTracing } from '../observability/tracing.js';
 import { billingResolvers } from './billing.resolvers.js';
@@ -14,7 +13,7 @@ import { purchaseModel } from './purchase.model.js';
 import type { SettlementSettings } from './purchase-lifecycle.js';
 
 export interface BillingOptions {
-  connection: Connection;
+  database: StoreDatabase;
   accounts: AccountStore;
   /** The SSO provider, on the official deployment only: buying and the gift package exist only there. */
   sso: Config['sso'];
@@ -27,10 +26,12 @@ export interface BillingOptions {
 }
 
 /** Balances, purchases and gift packages: a service per caller and their resolvers. */
-export function createBilling({ connection, accounts, sso, settlement, logger, clock, tracing }: BillingOptions) {
-  const models = { purchases: purchaseModel(connection), giftGrants: giftGrantModel(connection) };
+export function createBilling({ database, accounts, sso, settlement, logger, clock, tracing }: BillingOptions) {
+  const models = { purchases: purchaseModel(database.connection), giftGrants: giftGrantModel(database.connection) };
   const officialBilling =
-    sso === undefined ? undefined : createOfficialBilling({ models, accounts, sso, settlement, logger, clock, tracing });
+    sso === undefined
+      ? undefined
+      : createOfficialBilling({ models, commands: database.commands, accounts, sso, settlement, logger, clock, tracing });
   return {
     models,
     /** Present on the official deployment: purchases (whose sweep settles the unfinished ones), gifts and the SSO client. */

@@ -3,6 +3,7 @@ import type { Metric } from 'prom-client';
 import type { AccountStore } from '../accounts/account.store.js';
 import { type Clock, systemClock } from '../clock.js';
 import type { SsoConfig } from '../config.js';
+import type { DatabaseCommands } from '../db/database-commands.js';
 import type { Logger } from '../logger.js';
 import type { PurchaseTracing } from '../observability/tracing.js';
 import type { GiftGrantModel } from './gift-grant.model.js';
@@ -27,6 +28,7 @@ export interface OfficialBilling {
 
 export interface OfficialBillingOptions {
   models: { purchases: PurchaseModel; giftGrants: GiftGrantModel };
+  commands: DatabaseCommands;
   accounts: AccountStore;
   sso: SsoConfig;
   settlement: SettlementSettings;
@@ -40,13 +42,13 @@ export interface OfficialBillingOptions {
 export function createOfficialBilling(options: OfficialBillingOptions): OfficialBilling {
   const { logger, settlement, clock = systemClock } = options;
   const sso = createSsoClient({ ...options.sso, logger });
-  const store = new PurchaseStore(options.models.purchases);
+  const store = new PurchaseStore(options.models.purchases, options.commands);
   const metrics = purchaseMetrics(store, clock);
   const purchases = new PurchaseLifecycle(options.accounts, store, sso, settlement, clock, metrics, logger, options.tracing);
   return {
     sso,
     purchases,
-    gifts: new GiftGrantStore(options.models.giftGrants),
+    gifts: new GiftGrantStore(options.models.giftGrants, options.commands),
     metrics: metrics.all,
     startSweep: (intervalMs) => startSettlementSweep(purchases, clock, intervalMs, logger),
   };

@@ -89,9 +89,9 @@ await runCommand({
 
 /** The stores of the database, its indexes built before the first write. */
 async function databaseTarget(database: Database, logLevel: Config['logLevel']): Promise<ImportTarget> {
-  const accounts = createAccounts(database.connection);
-  const conversations = createConversations(database.connection, createLogger({ logLevel }));
-  const giftGrants = new GiftGrantStore(giftGrantModel(database.connection));
+  const accounts = createAccounts(database);
+  const conversations = createConversations(database, createLogger({ logLevel }));
+  const giftGrants = new GiftGrantStore(giftGrantModel(database.connection), database.commands);
   await buildIndexes(database.connection);
   return storeTarget({ accounts: accounts.store, conversations: conversations.store, giftGrants });
 }

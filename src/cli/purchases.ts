@@ -68,7 +68,7 @@ async function openDatabase(): Promise<Database> {
 async function list(command: Extract<Command, { kind: 'list' }>): Promise<void> {
   const database = await openDatabase();
   try {
-    const store = new PurchaseStore(purchaseModel(database.connection));
+    const store = new PurchaseStore(purchaseModel(database.connection), database.commands);
     const purchases = await store.unfinished({ ...command, limit: LIST_LIMIT });
     const what = (count: number) => {
       const noun = count === 1 ? 'purchase' : 'purchases';
@@ -101,8 +101,8 @@ async function settleOne(orderId: string, close: boolean): Promise<void> {
   const database = await openDatabase();
   try {
     const billing = createBilling({
-      connection: database.connection,
-      accounts: createAccounts(database.connection).store,
+      database,
+      accounts: createAccounts(database).store,
       sso: {
         url: variables.SSO_URL!,
         secret: variables.SSO_SECRET!,

@@ -29,8 +29,8 @@ await runCommand({
     const database = await connectDatabase(mongodbUri);
     try {
       const domains = {
-        accounts: createAccounts(database.connection),
-        conversations: createConversations(database.connection, createLogger({ logLevel })),
+        accounts: createAccounts(database),
+        conversations: createConversations(database, createLogger({ logLevel })),
       };
       await buildIndexes(database.connection);
       const loaded = await loadSeed(domains, data, {

@@ -1,6 +1,7 @@
 import { GRAPHQL_MAX_INT, GRAPHQL_MIN_INT } from 'graphql';
 import { BSON, type Document, type Filter, type FindCursor, type FindOptions } from 'mongodb';
 
+import type { DatabaseCommands } from '../db/database-commands.js';
 import { insertMissing, type InsertMissingResult } from '../db/insert-missing.js';
 import type { Logger } from '../logger.js';
 import type { ConversationModel, ConversationRecord } from './conversation.model.js';
@@ -31,6 +32,7 @@ export interface ReadAllowance {
 export class ConversationStore {
   constructor(
     private readonly conversations: ConversationModel,
+    private readonly commands: DatabaseCommands,
     private readonly logger: Logger,
   ) {}
 
@@ -99,7 +101,11 @@ export class ConversationStore {
    * arrived, as after `toArray`: decoding each batch as it came held about 100 MB more at the peak
    * of four 31 MiB pages at once (`test/bench/large-answers.ts`).
    */
-  private async read<T>(filter: Filter<Document>, options: FindOptions, allowance: ReadAllowance): Promise<T[]> {
+  private read<T>(filter: Filter<Document>, options: FindOptions, allowance: ReadAllowance): Promise<T[]> {
+    return this.commands.time('find', this.readRaw<T>(filter, options, allowance));
+  }
+
+  private async readRaw<T>(filter: Filter<Document>, options: FindOptions, allowance: ReadAllowance): Promise<T[]> {
     const cursor = this.conversations.collection.find(filter, { ...options, raw: true }) as unknown as FindCursor<Uint8Array>;
     const documents: Uint8Array[] = [];
     let bytes = 0;
@@ -117,32 +123,36 @@ export class ConversationStore {
   }
 
   count(userId: number): Promise<number> {
-    return this.conversations.countDocuments({ userId });
+    return this.commands.time('aggregate', this.conversations.countDocuments({ userId }));
   }
 
   /** True when a conversation was deleted. */
   async remove(userId: number, id: number): Promise<boolean> {
-    const result = await this.conversations.deleteOne({ userId, id });
+    const result = await this.commands.time('delete', this.conversations.deleteOne({ userId, id }));
     return result.deletedCount === 1;
   }
 
   /** How many conversations were deleted. */
   async removeAll(userId: number): Promise<number> {
-    const result = await this.conversations.deleteMany({ userId });
+    const result = await this.commands.time('delete', this.conversations.deleteMany({ userId }));
     return result.deletedCount;
   }
 
   /** The renamed conversation without message bodies, or null when the owner has none with this id. */
   rename(userId: number, id: number, name: string): Promise<ConversationRecord | null> {
-    return this.conversations
-      .findOneAndUpdate({ userId, id }, { $set: { name } }, { returnDocument: 'after', projection: SUMMARY })
-      .lean<ConversationRecord>();
+    return this.commands.time(
+      'findAndModify',
+      this.conversations
+        .findOneAndUpdate({ userId, id }, { $set: { name } }, { returnDocument: 'after', projection: SUMMARY })
+        .lean<ConversationRecord>(),
+    );
   }
 
   /** Creates or replaces conversations by (userId, id): one command per call. */
   /** Adds the conversations not there yet, by (userId, id); one already there is left as it is, messages included. */
   async insertMissing(conversations: readonly Required<ConversationRecord>[]): Promise<InsertMissingResult> {
     return insertMissing(
+      this.commands,
       this.conversations,
       conversations.map((conversation) => ({ key: { userId: conversation.userId, id: conversation.id }, document: conversation })),
     );
@@ -150,9 +160,14 @@ export class ConversationStore {
 
   async upsertMany(conversations: readonly Required<ConversationRecord>[]): Promise<void> {
     if (conversations.length === 0) return;
-    await this.conversations.bulkWrite(
-      conversations.map(({ userId, id, ...fields }) => ({ updateOne: { filter: { userId, id }, update: { $set: fields }, upsert: true } })),
-      { ordered: false },
+    await this.commands.time(
+      'update',
+      this.conversations.bulkWrite(
+        conversations.map(({ userId, id, ...fields }) => ({
+          updateOne: { filter: { userId, id }, update: { $set: fields }, upsert: true },
+        })),
+        { ordered: false },
+      ),
     );
   }
 }

@@ -1,6 +1,5 @@
-import type { Connection } from 'mongoose';
-
 import type { Caller } from '../auth/authenticator.js';
+import type { StoreDatabase } from '../db/database.js';
 import type { Logger } from '../logger.js';
 import type { ResponseBudget } from '../operations/response-budget.js';
 import { conversationModel } from './conversation.model.js';
@@ -11,9 +10,9 @@ import { ConversationStore } from './conversation.store.js';
 export { conversationRules } from './conversation-rules.js';
 
 /** Stored conversations: one store, a service per caller and request (with its DataLoaders and the request's budget), and their resolvers. */
-export function createConversations(connection: Connection, logger: Logger) {
+export function createConversations({ connection, commands }: StoreDatabase, logger: Logger) {
   const models = { conversations: conversationModel(connection) };
-  const store = new ConversationStore(models.conversations, logger);
+  const store = new ConversationStore(models.conversations, commands, logger);
   return {
     models,
     store,

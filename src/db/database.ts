@@ -1,11 +1,17 @@
 import mongoose, { type Connection } from 'mongoose';
 
 import type { Logger } from '../logger.js';
+import { DatabaseCommands } from './database-commands.js';
 import { describeMongodbUri, uriOption } from './uri.js';
+
+/** What a domain's stores need of the database: the connection to bind their models to, and where their commands are timed. */
+export type StoreDatabase = Pick<Database, 'connection' | 'commands'>;
 
 export interface Database {
   /** Each domain binds its models to it. */
   connection: Connection;
+  /** Every store's commands pass here, counted and timed for the database metrics. */
+  commands: DatabaseCommands;
   /** Resolves when the server answers a ping within `timeoutMs`. */
   ping(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
@@ -30,6 +36,11 @@ export interface DatabaseOptions {
    * request are small; a bulk write of a batch job may legitimately take longer.
    */
   socketTimeoutMs?: number;
+  /**
+   * The driver's command monitoring: an event before and after every command, for the spans of
+   * database commands and for tests that count commands. Off unless asked: it costs every command.
+   */
+  monitorCommands?: boolean;
 }
 
 export async function connectDatabase(uri: string, logger?: Logger, options: DatabaseOptions = {}): Promise<Database> {
@@ -39,8 +50,7 @@ export async function connectDatabase(uri: string, logger?: Logger, options: Dat
     socketTimeoutMS: options.socketTimeoutMs ?? SOCKET_TIMEOUT_MS,
     // Fail at once while disconnected rather than queueing requests in memory.
     bufferCommands: false,
-    // Command events feed the database metrics and let tests count commands per request.
-    monitorCommands: true,
+    monitorCommands: options.monitorCommands ?? false,
     ...(uriOption(uri, 'appName') === undefined && { appName: DEFAULT_APP_NAME }),
   });
   let closing = false;
@@ -63,6 +73,7 @@ export async function connectDatabase(uri: string, logger?: Logger, options: Dat
   connected = true;
   return {
     connection,
+    commands: new DatabaseCommands(),
     async ping(timeoutMs) {
       // The driver ignores `timeoutMS`, so the wait is bounded here.
       let timer: NodeJS.Timeout | undefined;

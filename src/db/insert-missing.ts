@@ -1,6 +1,8 @@
 import { type AnyBulkWriteOperation, MongoBulkWriteError } from 'mongodb';
 import type { Model } from 'mongoose';
 
+import type { DatabaseCommands } from './database-commands.js';
+
 /** MongoDB's duplicate key error. */
 const DUPLICATE_KEY = 11000;
 
@@ -22,6 +24,7 @@ export interface InsertMissingResult {
  * conversation made a subdocument and back) would cost more than the write itself.
  */
 export async function insertMissing<Shape>(
+  commands: DatabaseCommands,
   model: Model<Shape>,
   entries: readonly { key: Partial<Shape>; document: Partial<Shape> }[],
   now = new Date(),
@@ -31,7 +34,7 @@ export async function insertMissing<Shape>(
     updateOne: { filter: key, update: { $setOnInsert: { ...document, createdAt: now, updatedAt: now } }, upsert: true },
   }));
   try {
-    const result = await model.collection.bulkWrite(operations as AnyBulkWriteOperation[], { ordered: false });
+    const result = await commands.time('update', model.collection.bulkWrite(operations as AnyBulkWriteOperation[], { ordered: false }));
     return { inserted: positions(result.upsertedIds), duplicates: new Set() };
   } catch (error) {
     if (!(error instanceof MongoBulkWriteError)) throw error;

@@ -1,22 +1,54 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, IncomingMessage, type Server, ServerResponse } from 'node:http';
 
+import express, { type Express } from 'express';
+
+import type { TrustProxy } from '../config.js';
 import { HTTP_SERVER_LIMITS } from '../limits.js';
 import { serveUpgradeRequests } from './upgrades.js';
 
+/** An Express app with the settings every app of the service has, before any step. */
+export function expressApp(trustProxy: TrustProxy): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  // Every answer is no-store: an ETag would serve no cache, and cost a hash of each body.
+  app.disable('etag');
+  app.set('trust proxy', trustProxy);
+  return app;
+}
+
 /**
- * An HTTP server with `HTTP_SERVER_LIMITS`, serving requests that carry `Upgrade` as ordinary
- * requests unless a door takes them (`routeUpgrades`): every server of the service is made here.
+ * An HTTP server with `HTTP_SERVER_LIMITS` for `app`, serving requests that carry `Upgrade` as
+ * ordinary requests unless a door takes them (`routeUpgrades`): every server of the service is
+ * made here. The caller hands its requests to the app.
+ *
+ * Its requests and responses are made as the app's from the start (Node's `IncomingMessage` and
+ * `ServerResponse` options): Express gives every request its app's prototypes
+ * (`Object.setPrototypeOf` in `app.handle`), which then changes nothing. Changing a live object's
+ * prototype made V8 keep each request and all it reached through young-generation collections
+ * until a full one: about 70% of what a request allocated survived them, and scavenges copied
+ * megabytes each (`test/bench/allocations.ts`; docs/performance.md).
  */
-export function createHttpServer(): Server {
+export function createHttpServer(app: Pick<Express, 'request' | 'response'>): Server {
   const limits = HTTP_SERVER_LIMITS;
   const server = createServer({
     maxHeaderSize: limits.maxHeaderBytes,
     headersTimeout: limits.headersTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
     connectionsCheckingInterval: limits.timeoutCheckIntervalMs,
+    IncomingMessage: madeAs(IncomingMessage, app.request),
+    ServerResponse: madeAs(ServerResponse, app.response),
   });
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.maxConnections = limits.maxConnections;
   serveUpgradeRequests(server);
   return server;
+}
+
+/** A constructor that makes what `base` makes, with `prototype` (which extends `base.prototype`) as its prototype. */
+function madeAs<T extends abstract new (...args: never[]) => object>(base: T, prototype: object): T {
+  function Made(...args: unknown[]): object {
+    return Reflect.construct(base, args, Made);
+  }
+  Made.prototype = prototype;
+  return Made as unknown as T;
 }

@@ -1,4 +1,3 @@
-import type { CommandFailedEvent, CommandSucceededEvent, MongoClient } from 'mongodb';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 import type { Database } from '../db/database.js';
@@ -10,10 +9,10 @@ const PING_TIMEOUT_MS = 1_000;
 
 /**
  * Whether the database answers a ping at scrape time (the driver's own view lags by up to a
- * heartbeat), and every command's count and duration from the driver's command monitoring.
- * Returns a function that stops listening.
+ * heartbeat), and the count and duration of every command the stores send (`DatabaseCommands`).
+ * Returns a function that stops observing.
  */
-export function databaseMetrics(registry: Registry, database: Pick<Database, 'ping'>, client: MongoClient): () => void {
+export function databaseMetrics(registry: Registry, database: Pick<Database, 'ping' | 'commands'>): () => void {
   new Gauge({
     name: 'mongodb_up',
     help: '1 when the database answered a ping during this scrape, 0 otherwise',
@@ -29,13 +28,13 @@ export function databaseMetrics(registry: Registry, database: Pick<Database, 'pi
   });
   const commands = new Counter({
     name: 'mongodb_commands_total',
-    help: 'Database commands sent, by command name and result',
+    help: 'Database commands the stores sent, by command name and result',
     labelNames: ['command', 'result'] as const,
     registers: [registry],
   });
   const duration = new Histogram({
     name: 'mongodb_command_duration_seconds',
-    help: 'Round trip of database commands, by command name',
+    help: 'Duration of database commands as the stores waited for them (a pooled connection and a retry included), by command name',
     labelNames: ['command'] as const,
     buckets: DURATION_BUCKETS,
     registers: [registry],
@@ -44,16 +43,8 @@ export function databaseMetrics(registry: Registry, database: Pick<Database, 'pi
   // Command names are the few the service sends; a series appears with its first command.
   const countOf = childrenPerLabelSet((command: string, result: string) => commands.labels(command, result));
   const durationOf = childrenPerLabelSet((command: string) => duration.labels(command));
-  const onCommand = (result: 'success' | 'failure') => (event: CommandSucceededEvent | CommandFailedEvent) => {
-    countOf(event.commandName, result).inc();
-    durationOf(event.commandName).observe(event.duration / 1000);
-  };
-  const onSucceeded = onCommand('success');
-  const onFailed = onCommand('failure');
-  client.on('commandSucceeded', onSucceeded);
-  client.on('commandFailed', onFailed);
-  return () => {
-    client.off('commandSucceeded', onSucceeded);
-    client.off('commandFailed', onFailed);
-  };
+  return database.commands.observe((command, result, seconds) => {
+    countOf(command, result).inc();
+    durationOf(command).observe(seconds);
+  });
 }

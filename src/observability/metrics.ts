@@ -14,7 +14,7 @@ export interface GatewayMetrics {
   graphql: GraphQLMetrics;
   /** `GET /metrics` in Prometheus text format; absent in production without a token, where it is not served. */
   endpoint: RequestHandler | undefined;
-  /** Stops listening to the database driver. */
+  /** Stops observing the database's commands. */
   stop(): void;
 }
 
@@ -25,7 +25,7 @@ export interface MetricsOptions {
   /** Operation names known at start, which always have their own label. */
   knownOperationNames?: Iterable<string>;
   /** Without one (the sidecar), no database metrics. */
-  database?: Pick<Database, 'connection' | 'ping'>;
+  database?: Pick<Database, 'commands' | 'ping'>;
   /** Those a domain defines for itself (the purchases of the official deployment). */
   domainMetrics?: readonly Metric[];
 }
@@ -41,6 +41,6 @@ export function createMetrics(options: MetricsOptions): GatewayMetrics {
     graphql: graphqlMetrics(registry, options.knownOperationNames ?? []),
     // Open metrics tell anyone the traffic, the operations and the process's state: production shows them only to a token.
     endpoint: options.production && options.token === undefined ? undefined : metricsEndpoint(registry, options.token),
-    stop: database === undefined ? () => undefined : databaseMetrics(registry, database, database.connection.getClient()),
+    stop: database === undefined ? () => undefined : databaseMetrics(registry, database),
   };
 }

@@ -17,8 +17,11 @@ export interface Tracing {
   serveRequests(listener: RequestListener): RequestListener;
   operations: OperationTracer;
   purchases: PurchaseTracing;
-  /** Makes each database command sent on behalf of a traced piece of work a span of it. */
-  traceDatabaseCommands(client: MongoClient): void;
+  /**
+   * Makes each database command sent on behalf of a traced piece of work a span of it, from the
+   * driver's command monitoring (on only when this is given: it costs every command).
+   */
+  traceDatabaseCommands?: (client: MongoClient) => void;
   /** The ids of the span work runs in now, for log lines: logs and traces meet on them. */
   activeSpanIds(): SpanIds | undefined;
   /** Sends the spans still held (waiting a bounded time for the collector), then stops. */
@@ -70,7 +73,6 @@ export const NO_TRACING: Tracing = {
   serveRequests: (listener) => listener,
   operations: { start: () => NO_OPERATION_SPAN },
   purchases: { opening: () => undefined, settling: (_orderId, work) => work(() => {}) },
-  traceDatabaseCommands() {},
   activeSpanIds: () => undefined,
   shutdown: async () => {},
 };

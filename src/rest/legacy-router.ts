@@ -37,6 +37,9 @@ export function legacyEndpoints(
   const prefixes = options.basePath ? ['', options.basePath] : [''];
   const served = routes.flatMap((route) => prefixes.map((prefix) => ({ route, path: prefix + route.path })));
   for (const { route, path } of served) {
+    const refuse = () => {
+      throw methodNotAllowed(route.method);
+    };
     const steps = [
       notStored,
       openSession(runner),
@@ -44,17 +47,13 @@ export function legacyEndpoints(
       ...(route.method === 'POST' ? readBody : []),
       answer(route),
     ];
+    // One route per path, whatever the method: the router tests a request against each path once.
+    const endpoint = router.route(path);
     // Express answers HEAD with the GET route; HEAD must never change anything, so such a route refuses it.
-    if (route.method === 'GET' && route.prepared.changesData) {
-      router.head(path, () => {
-        throw methodNotAllowed(route.method);
-      });
-    }
-    if (route.method === 'GET') router.get(path, ...steps);
-    else router.post(path, ...steps);
-    router.all(path, () => {
-      throw methodNotAllowed(route.method);
-    });
+    if (route.method === 'GET' && route.prepared.changesData) endpoint.head(refuse);
+    if (route.method === 'GET') endpoint.get(...steps);
+    else endpoint.post(...steps);
+    endpoint.all(refuse);
   }
   // At the app's level, not in the router: Express hands a router no failure thrown before it (the per-address limit).
   return [router, failuresInTheShapeOf(served)];
@@ -90,9 +89,10 @@ function openSession(runner: OperationRunner): RequestHandler {
 }
 
 function answer(route: PreparedRoute): RequestHandler {
+  const operation = { operationName: route.prepared.name };
   return async (request, response) => {
     const session = response.locals.session!;
-    response.locals.operation = { operationName: route.prepared.name };
+    response.locals.operation = operation;
     const input = readInput(route.input, request);
     if ('failure' in input) {
       // Bad input still owes a caller whose credentials are refused upstream its 401 first.

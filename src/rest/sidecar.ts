@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 
-import express, { type Express } from 'express';
+import type { Express } from 'express';
 
 import type { Clock } from '../clock.js';
 import type { SidecarConfig } from '../config.js';
@@ -8,7 +8,7 @@ import { buildSchema } from '../graphql/schema.js';
 import { legacyFailures, noSuchPath } from '../http/failures.js';
 import { healthRoutes } from '../http/health.js';
 import { drainable, listen, Shutdown } from '../http/lifecycle.js';
-import { createHttpServer } from '../http/server.js';
+import { createHttpServer, expressApp } from '../http/server.js';
 import type { Logger } from '../logger.js';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.js';
 import { requestLogging } from '../observability/request-log.js';
@@ -53,7 +53,7 @@ export async function startSidecar(options: SidecarOptions): Promise<RunningSide
   // Each request a span, whose call upstream carries its `traceparent`: the gateway's spans join the same trace.
   const tracing = await startTracing(config.tracing, { name: 'chat-gateway-sidecar', version: packageVersion }, options.logger);
   const app = sidecarApp(options, shutdown, metrics, tracing);
-  const server = createHttpServer().on('request', tracing.serveRequests(app));
+  const server = createHttpServer(app).on('request', tracing.serveRequests(app));
   const { drain } = drainable(server);
   await listen(server, config.port, config.host);
   const { port } = server.address() as AddressInfo;
@@ -71,11 +71,7 @@ export async function startSidecar(options: SidecarOptions): Promise<RunningSide
 
 function sidecarApp(options: SidecarOptions, shutdown: Shutdown, metrics: GatewayMetrics, tracing: Tracing): Express {
   const { upstream, timeoutMs } = options;
-  const app = express();
-  app.disable('x-powered-by');
-  // Every answer is no-store: an ETag would serve no cache, and cost a hash of each body.
-  app.disable('etag');
-  app.set('trust proxy', options.config.trustProxy);
+  const app = expressApp(options.config.trustProxy);
   // Request ids are forwarded upstream, so one id runs through both logs.
   app.use(securityHeaders, requestLogging(options.logger, tracing.activeSpanIds), metrics.recordRequests);
   app.use(healthRoutes({ ping: (ms) => probeUpstream(upstream, ms), unavailable: 'upstream unavailable' }, shutdown));

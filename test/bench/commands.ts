@@ -24,7 +24,7 @@ export async function commandsPerRequest(uri: string, jwtSecret: string, all: re
     LOG_LEVEL: 'silent',
     RATE_LIMIT: '0',
   });
-  const service = await startService(config, createLogger(config));
+  const service = await startService(config, createLogger(config), { monitorDatabaseCommands: true });
   const client = service.database.connection.getClient();
   let seen = 0;
   const listener = (event: CommandStartedEvent) => {

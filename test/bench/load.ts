@@ -23,28 +23,7 @@ export interface Sample {
  */
 export async function drive(base: string, scenario: Scenario, seconds: number): Promise<Sample> {
   const latencies: number[] = [];
-  const result = await new Promise<Result>((resolve, reject) => {
-    const instance = autocannon(
-      {
-        url: `${base}${scenario.path}`,
-        connections: CONNECTIONS,
-        duration: seconds,
-        method: scenario.method,
-        headers: scenario.headers,
-        body: scenario.body,
-        timeout: 10,
-      },
-      (error, finished) => (error ? reject(error) : resolve(finished)),
-    );
-    instance.on('response', (_client: unknown, _status: number, _bytes: number, milliseconds: number) => {
-      latencies.push(milliseconds);
-    });
-  });
-  if (result.errors > 0 || result.non2xx > 0) {
-    throw new Error(
-      `${scenario.name}: ${result.errors} errors, ${result.non2xx} non-2xx answers (${JSON.stringify(result.statusCodeStats)})`,
-    );
-  }
+  const result = await load(base, scenario, { duration: seconds }, (milliseconds) => latencies.push(milliseconds));
   latencies.sort((a, b) => a - b);
   return {
     rps: result['2xx'] / result.duration,
@@ -63,4 +42,38 @@ export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+/** Sends `amount` requests of one scenario at `CONNECTIONS` concurrent keep-alive connections; fails as `drive` does. */
+export async function send(base: string, scenario: Scenario, amount: number): Promise<void> {
+  await load(base, scenario, { amount }, () => undefined);
+}
+
+async function load(
+  base: string,
+  scenario: Scenario,
+  extent: { duration: number } | { amount: number },
+  answered: (milliseconds: number) => void,
+): Promise<Result> {
+  const result = await new Promise<Result>((resolve, reject) => {
+    const instance = autocannon(
+      {
+        url: `${base}${scenario.path}`,
+        connections: CONNECTIONS,
+        ...extent,
+        method: scenario.method,
+        headers: scenario.headers,
+        body: scenario.body,
+        timeout: 10,
+      },
+      (error, finished) => (error ? reject(error) : resolve(finished)),
+    );
+    instance.on('response', (_client: unknown, _status: number, _bytes: number, milliseconds: number) => answered(milliseconds));
+  });
+  if (result.errors > 0 || result.non2xx > 0) {
+    throw new Error(
+      `${scenario.name}: ${result.errors} errors, ${result.non2xx} non-2xx answers (${JSON.stringify(result.statusCodeStats)})`,
+    );
+  }
+  return result;
 }

@@ -86,12 +86,12 @@ export function startGateway(name: string, { port, uri, jwtSecret, nodeOptions }
 }
 
 /** A peer of `test/bench/servers/` (`floor` runs `floor.ts`, `express_floor` `express-floor.ts`), run by tsx. */
-export function startPeer(name: string, { port, uri, jwtSecret, nodeOptions = [] }: BenchServer): Child {
+export function startPeer(name: string, { port, uri, jwtSecret, nodeOptions = [] }: BenchServer, env: Record<string, string> = {}): Child {
   // `--secret=…` in one argument: a random secret may begin with '-', which would read as an option.
   return startNode(
     name,
     [`test/bench/servers/${name.replaceAll('_', '-')}.ts`, '--port', String(port), '--uri', uri, `--secret=${jwtSecret}`],
-    { env: { NODE_ENV: 'production' }, nodeOptions: ['--import', 'tsx', ...nodeOptions] },
+    { env: { NODE_ENV: 'production', ...env }, nodeOptions: ['--import', 'tsx', ...nodeOptions] },
   );
 }
 

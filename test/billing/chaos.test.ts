@@ -284,10 +284,9 @@ async function startWorld(setup: () => number): Promise<World> {
   cleanups.push(() => faults.stop());
   const database = await connectDatabase(databaseUri);
   cleanups.push(() => database.close());
-  const { connection } = database;
-  const accounts = createAccounts(connection);
+  const accounts = createAccounts(database);
   await loadSeed(
-    { accounts, conversations: createConversations(connection, createLogger({ logLevel: 'silent' })) },
+    { accounts, conversations: createConversations(database, createLogger({ logLevel: 'silent' })) },
     { users: people.map(({ id, username, seedPoints }) => ({ id, username, quota: seedPoints })) },
   );
   const gateways = [0, 1].map(() => new GatewayProcess(officialProcessEnvironment(stub, faults.gatewayUri, SETTLEMENT_ENVIRONMENT)));
@@ -300,7 +299,11 @@ async function startWorld(setup: () => number): Promise<World> {
     people,
     walletsAtStart: new Map(people.map((person) => [person.username, stub.wallet(person.username)])),
     databaseUri,
-    models: { users: accounts.models.users, purchases: purchaseModel(connection), giftGrants: giftGrantModel(connection) },
+    models: {
+      users: accounts.models.users,
+      purchases: purchaseModel(database.connection),
+      giftGrants: giftGrantModel(database.connection),
+    },
     gateways,
     setFlags,
     anyGateway(stream) {

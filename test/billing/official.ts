@@ -69,7 +69,7 @@ export function startAnotherInstance(
     RATE_LIMIT: '0',
     ...officialEnvironment(stub, environment),
   });
-  return startService(config, createLogger(config), options);
+  return startService(config, createLogger(config), { monitorDatabaseCommands: true, ...options });
 }
 
 export function startOfficialGateway(

@@ -310,7 +310,8 @@ describe.skipIf(unavailableHere !== undefined).each(['community', 'official'] as
         expect(await fired()).toBe(6);
 
         const metrics = await scrapeMetrics(gateway.url, METRICS_TOKEN);
-        expect(sample(metrics, 'mongodb_commands_total', { command: 'find', result: 'failure' })).toBeGreaterThanOrEqual(6);
+        // The stores count an operation once, the driver's retry within it: three reads failed.
+        expect(sample(metrics, 'mongodb_commands_total', { command: 'find', result: 'failure' })).toBeGreaterThanOrEqual(3);
         expect(sample(metrics, 'http_requests_total', { route: '/conversation/list', status: '503' })).toBeGreaterThanOrEqual(1);
         expect(sample(metrics, 'graphql_errors_total', { code: 'DATABASE_UNAVAILABLE' })).toBeGreaterThanOrEqual(3);
         console.info(`a find that hangs: REST answered 503 after ${list.ms} and ${load.ms} ms`);

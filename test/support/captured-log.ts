@@ -41,7 +41,7 @@ export async function startGatewayWithCapturedLog(
     RATE_LIMIT: '0',
     ...environment,
   });
-  const service = await startService(config, log.logger);
+  const service = await startService(config, log.logger, { monitorDatabaseCommands: true });
   return {
     ...service,
     log,

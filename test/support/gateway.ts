@@ -39,7 +39,8 @@ export async function startTestGateway(
     RATE_LIMIT: '0',
     ...environment,
   });
-  const service = await startService(config, options.logger ?? createLogger(config), options);
+  // Command events on, so that tests can count the commands a request sends (`commandsDuring`).
+  const service = await startService(config, options.logger ?? createLogger(config), { monitorDatabaseCommands: true, ...options });
   const key = secretKey(TEST_JWT_SECRET);
   const { accounts, conversations, billing } = service.domains;
   return {
@@ -62,6 +63,8 @@ export async function startTestGateway(
 export async function commandsDuring(service: Pick<RunningService, 'database'>, work: () => Promise<unknown>): Promise<string[]> {
   const seen: string[] = [];
   const client = service.database.connection.getClient();
+  // Without them nothing would be seen, and a test expecting no command would pass for nothing.
+  if (client.options.monitorCommands !== true) throw new Error('commandsDuring needs a service started with monitorDatabaseCommands');
   const listener = (event: CommandStartedEvent) => {
     if (!['hello', 'isMaster', 'ismaster'].includes(event.commandName)) seen.push(event.commandName);
   };
