@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 /** The project root, where `dist/` and `node_modules/` live. */
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -148,4 +149,28 @@ function cpuSecondsOf(pid: number): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/** One attack of a script that runs each against a fresh gateway: its name (for `--only`) and what it does. */
+export interface NamedAttack {
+  name: string;
+  what: string;
+}
+
+/**
+ * Runs the attacks `--only` names (every one by default) one after the other, each against the
+ * gateway built at `--main` (default `dist/main.js`), and prints their outcomes as a table.
+ */
+export async function runAttacks<A extends NamedAttack, O>(
+  attacks: readonly A[],
+  run: (attack: A, main: string) => Promise<O>,
+): Promise<void> {
+  const { values } = parseArgs({ options: { main: { type: 'string', default: 'dist/main.js' }, only: { type: 'string' } } });
+  const only = values.only?.split(',');
+  const outcomes: O[] = [];
+  for (const attack of attacks.filter((candidate) => only === undefined || only.includes(candidate.name))) {
+    console.error(`${attack.name}: ${attack.what}`);
+    outcomes.push(await run(attack, values.main));
+  }
+  console.table(outcomes);
 }

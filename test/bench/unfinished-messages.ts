@@ -11,12 +11,11 @@
  */
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseArgs } from 'node:util';
 
 import WebSocket from 'ws';
 
 import { WEBSOCKET_MESSAGE_ASSEMBLY } from '../../src/limits.js';
-import { freePort, startNode, waitForOutput } from './processes.js';
+import { freePort, runAttacks, startNode, waitForOutput } from './processes.js';
 
 const MB = 1024 * 1024;
 /** How long the sockets hold their unfinished messages once sent, while the gateway's memory is read. */
@@ -104,17 +103,6 @@ interface Outcome {
   closed: string;
   /** Trickled bytes written per socket. */
   trickled?: number;
-}
-
-async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { main: { type: 'string', default: 'dist/main.js' }, only: { type: 'string' } } });
-  const only = values.only?.split(',');
-  const outcomes: Outcome[] = [];
-  for (const attack of ATTACKS.filter((candidate) => only === undefined || only.includes(candidate.name))) {
-    console.error(`${attack.name}: ${attack.what}`);
-    outcomes.push(await run(attack, values.main));
-  }
-  console.table(outcomes);
 }
 
 async function run(attack: Attack, main: string): Promise<Outcome> {
@@ -211,4 +199,4 @@ async function trickle(sockets: Attacker[], { bytes, ms }: { bytes: number; ms: 
 
 const round = (value: number) => Math.round(value * 10) / 10;
 
-await main();
+await runAttacks(ATTACKS, run);

@@ -9,11 +9,10 @@
  * variables given to this script (RATE_LIMIT, WEBSOCKET_MAX_BUFFERED_BYTES, …) reach the gateway.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseArgs } from 'node:util';
 
 import WebSocket from 'ws';
 
-import { type Child, freePort, startNode, waitForOutput } from './processes.js';
+import { type Child, freePort, runAttacks, startNode, waitForOutput } from './processes.js';
 
 /** A graphql-ws ping as the issue's attacker sends it: a 90 kB payload, echoed back in the pong. */
 const BIG_PING = JSON.stringify({ type: 'ping', payload: { filler: 'x'.repeat(90_000) } });
@@ -95,17 +94,6 @@ interface Outcome {
   console_errors: number;
   /** Whether the gateway survived the attack. */
   gateway: string;
-}
-
-async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { main: { type: 'string', default: 'dist/main.js' }, only: { type: 'string' } } });
-  const only = values.only?.split(',');
-  const outcomes: Outcome[] = [];
-  for (const attack of ATTACKS.filter((candidate) => only === undefined || only.includes(candidate.name))) {
-    console.error(`${attack.name}: ${attack.what}`);
-    outcomes.push(await run(attack, values.main));
-  }
-  console.table(outcomes);
 }
 
 async function run(attack: Attack, main: string): Promise<Outcome> {
@@ -194,4 +182,4 @@ function countConsoleErrors(gateway: Child): () => number {
 
 const round = (value: number) => Math.round(value * 10) / 10;
 
-await main();
+await runAttacks(ATTACKS, run);
