@@ -18,9 +18,20 @@ export interface SubscriptionMetrics extends FeedObserver {
   eventStreamClosed(transport: SubscriptionTransport): void;
   subscriptionStarted(field: string, transport: SubscriptionTransport): void;
   subscriptionEnded(field: string, transport: SubscriptionTransport): void;
-  eventSent(field: string, transport: SubscriptionTransport): void;
+  /** The tally of events sent to the subscriptions of one field over one transport (see `EventTally`). */
+  eventsSent(field: string, transport: SubscriptionTransport): EventTally;
   /** Open WebSockets and active subscriptions (every transport) right now (for `/readyz`). */
   counts(): { websockets: number; subscriptions: number };
+}
+
+/**
+ * Events sent to the subscriptions of one Subscription field over one transport, counted in
+ * place: one event reaches thousands of subscribers at once, and a labelled counter's `inc`
+ * would build its labels' key for each of them. The counter takes the tallies when it is
+ * collected (prom-client's `collect` hook), so a scrape reads the same totals.
+ */
+export interface EventTally {
+  sent: number;
 }
 
 export function subscriptionMetrics(): SubscriptionMetrics {
@@ -37,11 +48,19 @@ export function subscriptionMetrics(): SubscriptionMetrics {
     labelNames: ['field', 'transport'] as const,
     registers: [],
   });
+  const tallies = new Map<string, { labels: { field: string; transport: SubscriptionTransport }; tally: EventTally; counted: number }>();
   const events = new Counter({
     name: 'graphql_subscription_events_total',
     help: 'Events sent to subscribers, by Subscription field and transport',
     labelNames: ['field', 'transport'] as const,
     registers: [],
+    collect() {
+      for (const entry of tallies.values()) {
+        if (entry.tally.sent === entry.counted) continue;
+        this.inc(entry.labels, entry.tally.sent - entry.counted);
+        entry.counted = entry.tally.sent;
+      }
+    },
   });
   const changeStreams = new Gauge({
     name: 'mongodb_change_streams_open',
@@ -76,7 +95,12 @@ export function subscriptionMetrics(): SubscriptionMetrics {
       open.subscriptions -= 1;
       subscriptions.dec({ field, transport });
     },
-    eventSent: (field, transport) => events.inc({ field, transport }),
+    eventsSent(field, transport) {
+      const key = `${field} ${transport}`;
+      let entry = tallies.get(key);
+      if (entry === undefined) tallies.set(key, (entry = { labels: { field, transport }, tally: { sent: 0 }, counted: 0 }));
+      return entry.tally;
+    },
     streamOpened: (collection) => changeStreams.inc({ collection }),
     streamClosed: (collection) => changeStreams.dec({ collection }),
     streamRestarted: (collection, resumed) => restarts.inc({ collection, resumed: String(resumed) }),

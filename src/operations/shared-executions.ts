@@ -1,4 +1,4 @@
-import { type FormattedExecutionResult, getVariableValues, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import { getVariableValues, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
 
 /**
  * One execution per event for the subscriptions that would run it alike, its result handed to
@@ -12,8 +12,8 @@ import { type FormattedExecutionResult, getVariableValues, type GraphQLSchema, t
  * internal errors naming the request of the subscription that ran it), for as long as the event
  * object lives (until the last of them has taken it from its inbox).
  */
-export class SharedExecutions {
-  private readonly byEvent = new WeakMap<object, Map<string, Promise<FormattedExecutionResult>>>();
+export class SharedExecutions<Answer> {
+  private readonly byEvent = new WeakMap<object, Map<string, Promise<Answer>>>();
   /** A number per operation node, for the keys: two nodes are two operations, even with the same text. */
   private readonly operationNumbers = new WeakMap<OperationDefinitionNode, number>();
   private operationsSeen = 0;
@@ -34,7 +34,7 @@ export class SharedExecutions {
   }
 
   /** The answer to `event` for the subscriptions of `key`: the one `execute` makes, first come. */
-  run(event: unknown, key: string | undefined, execute: () => Promise<FormattedExecutionResult>): Promise<FormattedExecutionResult> {
+  run(event: unknown, key: string | undefined, execute: () => Promise<Answer>): Promise<Answer> {
     if (key === undefined || typeof event !== 'object' || event === null) return execute();
     let results = this.byEvent.get(event);
     if (results === undefined) this.byEvent.set(event, (results = new Map()));

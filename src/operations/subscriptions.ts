@@ -18,7 +18,7 @@ import type { Caller } from '../auth/authenticator.js';
 import type { CreateContext } from '../context.js';
 import { badRequest, failureOf, withFailureKinds } from '../errors.js';
 import type { SubscriptionTransport } from '../observability/labels.js';
-import type { SubscriptionMetrics } from '../observability/subscription-metrics.js';
+import type { EventTally, SubscriptionMetrics } from '../observability/subscription-metrics.js';
 import type { DocumentReference } from '../security/trusted-documents.js';
 import type { Documents } from './documents.js';
 import type { Execution } from './execution.js';
@@ -103,7 +103,13 @@ interface EventRun {
   field: string;
   /** Its key among the executions subscriptions share (see `SharedExecutions`). */
   sharing: string | undefined;
+  /** The events sent to the subscriptions of its field over its door. */
+  sent: EventTally;
 }
+
+/** An answer as a subscription's iterator yields it: one object for every subscription that shares it. */
+type Answered = IteratorYieldResult<FormattedExecutionResult>;
+const ENDED: IteratorReturnResult<undefined> = { value: undefined, done: true };
 
 /**
  * The pipeline's subscribe verb, the same for every door. A subscription is checked like any
@@ -116,7 +122,7 @@ interface EventRun {
  */
 export class LiveSubscriptions {
   private readonly callers: CallerSubscriptions;
-  private readonly shared: SharedExecutions;
+  private readonly shared: SharedExecutions<Answered>;
 
   constructor(
     private readonly stages: SubscriptionStages,
@@ -147,7 +153,8 @@ export class LiveSubscriptions {
       }
       this.callers.take(caller.userId);
       const sharing = this.shared.keyOf(operation, variables, caller.userId);
-      run = { document, operation, variables, subscriber, field: rootFieldOf(operation, document), sharing };
+      const field = rootFieldOf(operation, document);
+      run = { document, operation, variables, subscriber, field, sharing, sent: this.options.metrics.eventsSent(field, door) };
     } catch (error) {
       return refuse([failureOf(error)]);
     }
@@ -201,11 +208,13 @@ export class LiveSubscriptions {
     this.options.metrics.subscriptionEnded(run.field, run.subscriber.door);
   }
 
-  /** The answer to one event, shared by the subscriptions that run it alike, counted as sent to this one. */
-  async answer(run: EventRun, event: unknown): Promise<FormattedExecutionResult> {
-    const answer = await this.shared.run(event, run.sharing, () => this.execute(run, event));
-    this.options.metrics.eventSent(run.field, run.subscriber.door);
-    return answer;
+  /**
+   * The answer to one event, shared by the subscriptions that run it alike (the same promise of
+   * the same result: a thousand subscribers add no work of their own), counted as sent to this one.
+   */
+  answer(run: EventRun, event: unknown): Promise<Answered> {
+    run.sent.sent += 1;
+    return this.shared.run(event, run.sharing, () => this.execute(run, event));
   }
 
   failure(run: EventRun, error: unknown): SubscriptionFailure {
@@ -213,7 +222,7 @@ export class LiveSubscriptions {
   }
 
   /** Runs one event with a context and an observation of its own; its internal errors name the subscription that ran it. */
-  private async execute(run: EventRun, event: unknown): Promise<FormattedExecutionResult> {
+  private async execute(run: EventRun, event: unknown): Promise<Answered> {
     const { caller, door, requestId } = run.subscriber;
     const observation = this.stages.observer.start(door, requestId);
     const context = this.options.createContext(caller, requestId, observation);
@@ -221,7 +230,7 @@ export class LiveSubscriptions {
     const { document, operation, variables } = run;
     const result = await this.stages.execution.execute({ document, operation, context, variables, rootValue: event });
     observation.finished(result.errors);
-    return this.formatted(result, requestId);
+    return { value: this.formatted(result, requestId), done: false };
   }
 
   private formatted(result: ExecutionResult, requestId: string): FormattedExecutionResult {
@@ -256,7 +265,7 @@ class SubscriptionStream implements LiveResults {
       this.live.ended(this.run);
       await this.events.return?.();
     }
-    return { value: undefined, done: true };
+    return ENDED;
   }
 
   throw(): Promise<IteratorResult<FormattedExecutionResult>> {
@@ -267,10 +276,8 @@ class SubscriptionStream implements LiveResults {
     return this;
   }
 
-  private readonly answerTo = (
-    event: IteratorResult<unknown>,
-  ): IteratorResult<FormattedExecutionResult> | Promise<IteratorResult<FormattedExecutionResult>> =>
-    event.done ? { value: undefined, done: true } : this.live.answer(this.run, event.value).then((value) => ({ value, done: false }));
+  private readonly answerTo = (event: IteratorResult<unknown>): IteratorResult<FormattedExecutionResult> | Promise<Answered> =>
+    event.done ? ENDED : this.live.answer(this.run, event.value);
 
   private readonly failed = (error: unknown): never => {
     throw this.live.failure(this.run, error);

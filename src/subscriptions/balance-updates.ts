@@ -5,7 +5,7 @@ import { microsToPoints } from '../accounts/points.js';
 import { legacyMicros } from '../accounts/user.model.js';
 import type { Logger } from '../logger.js';
 import { ChangeFeed, type FeedObserver } from './change-feed.js';
-import { MISSED } from './inbox.js';
+import { type Inbox, MISSED, type Missed } from './inbox.js';
 
 /** What one write left of a user's balance (the fields it wrote), and when that write happened. */
 export interface BalanceChange {
@@ -100,56 +100,95 @@ function wholeBalance(user: Document | undefined): StoredBalance {
   return { micros: user?.balanceMicros ?? 0, legacyMicros: legacyMicros(user?.balanceUnits) };
 }
 
-/**
- * A user's balance in points: its value now, then each new value, in the order of the writes.
- *
- * The listener is in place before the balance is read, so no change can fall between the two.
- * The read says when it happened (`operationTime`): a change after that is exactly the new
- * balance; a change at or before it is already in the read if this process knew of it before
- * reading, and otherwise may or may not be (it committed while the read ran), so the balance
- * is read again. A subscriber that fell behind reads it again too. Equal values are sent once.
- */
+/** A user's balance in points: its value now, then each new value, in the order of the writes (see `BalanceUpdates`). */
 export async function balanceUpdates(
   feed: ChangeFeed<BalanceChange>,
   accounts: AccountStore,
   userId: number,
 ): Promise<AsyncIterableIterator<BalanceEvent>> {
-  const inbox = await feed.inbox(userId, INBOX_CAPACITY);
-  async function* points(): AsyncGenerator<BalanceEvent> {
-    try {
-      let readStartedAt = performance.now();
-      let { balance, at } = await accounts.balanceAt(userId);
-      let sent = total(balance);
-      yield { points: microsToPoints(sent) };
-      for await (const change of inbox) {
-        let applied: BalanceChange | undefined;
-        if (change !== MISSED && at !== undefined && change.at.greaterThan(at)) {
-          balance = { ...balance, ...change.written };
-          applied = change;
-        } else if (change === MISSED || at === undefined || change.receivedAt >= readStartedAt) {
-          readStartedAt = performance.now();
-          ({ balance, at } = await accounts.balanceAt(userId));
-        }
-        if (total(balance) !== sent) {
-          sent = total(balance);
-          yield eventOf(applied, microsToPoints(sent));
-        }
-      }
-    } finally {
-      inbox.close();
-    }
+  return new BalanceUpdates(await feed.inbox(userId, INBOX_CAPACITY), accounts, userId);
+}
+
+const ENDED: IteratorReturnResult<undefined> = { value: undefined, done: true };
+
+/**
+ * A user's balance in points: its value now, then each new value, in the order of the writes.
+ *
+ * The listener (the inbox) is in place before the balance is read, so no change can fall between
+ * the two. The read says when it happened (`operationTime`): a change after that is exactly the
+ * new balance; a change at or before it is already in the read if this process knew of it before
+ * reading, and otherwise may or may not be (it committed while the read ran), so the balance is
+ * read again. A subscriber that fell behind reads it again too. Equal values are sent once.
+ *
+ * A class rather than an async generator: one event reaches every subscriber of a user at once,
+ * and each step of a generator costs promise jobs of its own. Its reader asks for one value at a
+ * time, as `for await` does; whichever way it ends, its inbox closes, which stops its listener.
+ */
+class BalanceUpdates implements AsyncIterableIterator<BalanceEvent> {
+  private balance: StoredBalance | undefined;
+  /** When the balance was read (the read's `operationTime`). */
+  private at: Timestamp | undefined;
+  /** When this process began its last read (performance.now()). */
+  private readStartedAt = 0;
+  /** The total last sent, in micro-points. */
+  private sent = 0;
+
+  constructor(
+    private readonly inbox: Inbox<BalanceChange>,
+    private readonly accounts: AccountStore,
+    private readonly userId: number,
+  ) {}
+
+  next(): Promise<IteratorResult<BalanceEvent>> {
+    if (this.balance !== undefined) return this.inbox.next().then(this.apply, this.failed);
+    return this.read().then(() => {
+      this.sent = total(this.balance!);
+      return { value: { points: microsToPoints(this.sent) }, done: false };
+    }, this.failed);
   }
-  const updates = points();
-  const stream: AsyncIterableIterator<BalanceEvent> = {
-    next: () => updates.next(),
-    // The inbox closes first, so that a generator waiting for its next change ends at once rather than at the next change.
-    return: () => {
-      inbox.close();
-      return updates.return(undefined);
-    },
-    [Symbol.asyncIterator]: () => stream,
+
+  return(): Promise<IteratorResult<BalanceEvent>> {
+    this.inbox.close();
+    return Promise.resolve(ENDED);
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  private async read(): Promise<void> {
+    this.readStartedAt = performance.now();
+    ({ balance: this.balance, at: this.at } = await this.accounts.balanceAt(this.userId));
+  }
+
+  private readonly apply = (
+    result: IteratorResult<BalanceChange | Missed>,
+  ): IteratorResult<BalanceEvent> | Promise<IteratorResult<BalanceEvent>> => {
+    if (result.done) return ENDED;
+    const change = result.value;
+    if (change !== MISSED && this.at !== undefined && change.at.greaterThan(this.at)) {
+      this.balance = { ...this.balance!, ...change.written };
+      return this.newValue(change);
+    }
+    if (change === MISSED || this.at === undefined || change.receivedAt >= this.readStartedAt) {
+      return this.read().then(() => this.newValue(undefined), this.failed);
+    }
+    return this.newValue(undefined);
   };
-  return stream;
+
+  /** The balance's new value, or (the same value as last sent) the next one. */
+  private newValue(applied: BalanceChange | undefined): IteratorResult<BalanceEvent> | Promise<IteratorResult<BalanceEvent>> {
+    const now = total(this.balance!);
+    if (now === this.sent) return this.next();
+    this.sent = now;
+    return { value: eventOf(applied, microsToPoints(now)), done: false };
+  }
+
+  /** A read that failed ends it (its listener stops) with that failure. */
+  private readonly failed = (error: unknown): never => {
+    this.inbox.close();
+    throw error;
+  };
 }
 
 /** The event of a value: the one of `change` when it led to this value, a new object otherwise (a value read, or a change applied to another balance). */
