@@ -195,17 +195,9 @@ class EndingWithErrors implements LiveResults {
     running.add(this);
   }
 
-  async next(): Promise<IteratorResult<FormattedExecutionResult>> {
+  next(): Promise<IteratorResult<FormattedExecutionResult>> {
     if (this.failed) return this.return();
-    try {
-      const next = await this.results.next();
-      if (next.done) this.running.delete(this);
-      return next;
-    } catch (error) {
-      if (!(error instanceof SubscriptionFailure)) throw error;
-      this.failed = true;
-      return { value: { errors: error.errors }, done: false };
-    }
+    return this.results.next().then(this.passOn, this.lastAnswer);
   }
 
   return(): Promise<IteratorResult<FormattedExecutionResult>> {
@@ -220,4 +212,15 @@ class EndingWithErrors implements LiveResults {
   [Symbol.asyncIterator](): this {
     return this;
   }
+
+  private readonly passOn = (next: IteratorResult<FormattedExecutionResult>): IteratorResult<FormattedExecutionResult> => {
+    if (next.done) this.running.delete(this);
+    return next;
+  };
+
+  private readonly lastAnswer = (error: unknown): IteratorResult<FormattedExecutionResult> => {
+    if (!(error instanceof SubscriptionFailure)) throw error;
+    this.failed = true;
+    return { value: { errors: error.errors }, done: false };
+  };
 }

@@ -16,8 +16,9 @@ function answerFailures(render: (failure: Failure, requestId: string, request: R
   return (error: unknown, request, response, next) => {
     if (response.headersSent) return next(error);
     const failure = failureOf(error);
-    if (failure.kind === 'internal') request.log.error({ err: failure.originalError ?? error }, 'request failed');
-    const answer = render(failure, requestIdOf(request), request);
+    const requestId = requestIdOf(request);
+    if (failure.kind === 'internal') request.log.error({ err: failure.originalError ?? error, requestId }, 'request failed');
+    const answer = render(failure, requestId, request);
     if (hasUnreadBody(request)) answerUnreadBody(request, response, answer);
     else sendAnswer(response, answer);
   };

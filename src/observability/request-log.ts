@@ -16,18 +16,19 @@ declare module 'node:http' {
   interface IncomingMessage {
     /** The request's id: the caller's `X-Request-Id`, or a new one. */
     id: string;
-    /** The service's logger with the request id bound, made when first used. */
-    readonly log: Logger;
+    /** The service's logger, for lines about this request: each carries its `requestId` (see `failures.ts`). */
+    log: Logger;
   }
 }
 
 /**
  * Gives every request an id (the caller's `X-Request-Id` or a new one), echoed in the
- * response and bound to `request.log`, and writes one line per request when it ends: id,
+ * response, and the service's logger as `request.log`, and writes one line per request when it ends: id,
  * caller, route (and GraphQL operation), status, duration, and the ids of its trace and server
  * span when it is traced (`activeSpanIds`), so that logs and traces meet. Deliberately nothing from headers,
  * query strings or bodies: no credentials or contents reach the log. Nothing is built for the
- * line unless its level is logged, and `request.log` is made only when something logs through it.
+ * line unless its level is logged. Both are plain properties: an accessor made per request (a
+ * getter closure) would turn every request into a dictionary object, slow to read.
  */
 export function requestLogging(logger: Logger, activeSpanIds: () => SpanIds | undefined = () => undefined): RequestHandler {
   return (request, response, next) => {
@@ -36,8 +37,7 @@ export function requestLogging(logger: Logger, activeSpanIds: () => SpanIds | un
     const requestId = typeof incoming === 'string' && ACCEPTED_ID.test(incoming) ? incoming : randomUUID();
     response.setHeader('X-Request-Id', requestId);
     request.id = requestId;
-    let requestLogger: Logger | undefined;
-    Object.defineProperty(request, 'log', { get: () => (requestLogger ??= logger.child({ requestId })) });
+    request.log = logger;
     whenRequestEnds(request, response, ({ route, status, durationSeconds }) => {
       if (QUIET_ROUTES.has(route)) return;
       const failed = status >= 500;
