@@ -17,6 +17,8 @@ export interface NodeProcess {
 export interface SpawnOptions {
   /** The working directory (where `.env` is read); the project's unless given. */
   cwd?: string;
+  /** Node's own flags, before the script. */
+  nodeFlags?: string[];
 }
 
 /**
@@ -26,7 +28,7 @@ export interface SpawnOptions {
 export function spawnNode(script: string, args: string[] = [], env: Record<string, string> = {}, options: SpawnOptions = {}): NodeProcess {
   return watch(
     script,
-    spawn(process.execPath, [resolve(script), ...args], {
+    spawn(process.execPath, [...(options.nodeFlags ?? []), resolve(script), ...args], {
       env: { PATH: process.env.PATH ?? '', ...env },
       cwd: options.cwd,
       stdio: ['ignore', 'pipe', 'pipe'],
