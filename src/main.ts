@@ -24,6 +24,12 @@ await runCommand({
     const config = loadConfig();
     const logger = createLogger(config);
     const service = await startService(config, logger);
+    // Before it says it listens: whoever reads that may signal it at once.
+    stopOnSignals('chat-gateway', async (signal) => {
+      logger.info({ signal, delayMs: config.shutdownDelayMs }, 'stopping: not ready, still serving until the delay is over');
+      await service.stop();
+      logger.info('stopped');
+    });
     const database = service.embeddedUri ? 'embedded engine (in memory, in this process)' : describeMongodbUri(config.mongodbUri!);
     logger.info(
       {
@@ -41,12 +47,6 @@ await runCommand({
       logger.warn('NODE_ENV=production on the in-memory embedded engine: every write is lost when the process exits; set MONGODB_URI');
     }
     process.stderr.write(banner(config, service, database));
-
-    stopOnSignals('chat-gateway', async (signal) => {
-      logger.info({ signal, delayMs: config.shutdownDelayMs }, 'stopping: not ready, still serving until the delay is over');
-      await service.stop();
-      logger.info('stopped');
-    });
   },
 });
 

@@ -41,15 +41,16 @@ await runCommand({
     const logger = createLogger(config);
     const upstream = new URL(values.upstream);
     const sidecar = await startSidecar({ config, upstream, timeoutMs: Number(values['timeout-ms']), logger });
-    logger.info({ url: sidecar.url, host: config.host, port: config.port, upstream: upstream.href }, 'listening');
-    process.stderr.write(
-      `\nREST sidecar listening on ${config.host} port ${new URL(sidecar.url).port} (${sidecar.url}), forwarding to ${upstream.href}\n` +
-        `  REST ${sidecar.url}/conversation/list …   OpenAPI ${sidecar.url}/openapi.json   health ${sidecar.url}/healthz, /readyz   metrics ${sidecar.url}/metrics\n\n`,
-    );
+    // Before it says it listens: whoever reads that may signal it at once.
     stopOnSignals('sidecar', async (signal) => {
       logger.info({ signal, delayMs: config.shutdownDelayMs }, 'stopping: not ready, still serving until the delay is over');
       await sidecar.stop();
       logger.info('stopped');
     });
+    logger.info({ url: sidecar.url, host: config.host, port: config.port, upstream: upstream.href }, 'listening');
+    process.stderr.write(
+      `\nREST sidecar listening on ${config.host} port ${new URL(sidecar.url).port} (${sidecar.url}), forwarding to ${upstream.href}\n` +
+        `  REST ${sidecar.url}/conversation/list …   OpenAPI ${sidecar.url}/openapi.json   health ${sidecar.url}/healthz, /readyz   metrics ${sidecar.url}/metrics\n\n`,
+    );
   },
 });

@@ -35,8 +35,9 @@ await runCommand({
       throw error;
     }
     const stub = await startSsoStub({ secret, users, host: values.host, port });
+    // Before it says it listens: whoever reads that may signal it at once.
+    stopOnSignals('sso-stub', () => stub.close());
     console.log(`SSO stub listening on ${stub.url} (${Object.keys(users).length} users)`);
     if (secret === undefined) console.log('No --secret or SSO_SECRET: any bearer secret is accepted.');
-    stopOnSignals('sso-stub', () => stub.close());
   },
 });
