@@ -20,6 +20,7 @@ import { badRequest, failureOf, withFailureKinds } from '../errors.js';
 import type { SubscriptionTransport } from '../observability/labels.js';
 import type { EventTally, SubscriptionMetrics } from '../observability/subscription-metrics.js';
 import type { DocumentReference } from '../security/trusted-documents.js';
+import { ENDED } from '../shared/iteration.js';
 import type { Documents } from './documents.js';
 import type { Execution } from './execution.js';
 import type { ErrorFormat } from './format.js';
@@ -109,7 +110,6 @@ interface EventRun {
 
 /** An answer as a subscription's iterator yields it: one object for every subscription that shares it. */
 type Answered = IteratorYieldResult<FormattedExecutionResult>;
-const ENDED: IteratorReturnResult<undefined> = { value: undefined, done: true };
 
 /**
  * The pipeline's subscribe verb, the same for every door. A subscription is checked like any
@@ -287,16 +287,15 @@ class SubscriptionStream implements LiveResults {
 /** A subscription answered once, then complete: one whose stream could not open, or (for a door that says so in its stream) refused. */
 export function answerOnce(answer: FormattedExecutionResult): LiveResults {
   let pending: FormattedExecutionResult | undefined = answer;
-  const done: IteratorResult<FormattedExecutionResult> = { value: undefined, done: true };
   const end = async () => {
     pending = undefined;
-    return done;
+    return ENDED;
   };
   return {
     async next() {
       const value = pending;
       pending = undefined;
-      return value === undefined ? done : { value, done: false };
+      return value === undefined ? ENDED : { value, done: false };
     },
     return: end,
     throw: end,

@@ -4,6 +4,7 @@ import type { AccountStore, StoredBalance } from '../accounts/account.store.js';
 import { microsToPoints } from '../accounts/points.js';
 import { legacyMicros } from '../accounts/user.model.js';
 import type { Logger } from '../logger.js';
+import { ENDED } from '../shared/iteration.js';
 import { ChangeFeed, type FeedObserver } from './change-feed.js';
 import { type Inbox, MISSED, type Missed } from './inbox.js';
 
@@ -108,8 +109,6 @@ export async function balanceUpdates(
 ): Promise<AsyncIterableIterator<BalanceEvent>> {
   return new BalanceUpdates(await feed.inbox(userId, INBOX_CAPACITY), accounts, userId);
 }
-
-const ENDED: IteratorReturnResult<undefined> = { value: undefined, done: true };
 
 /**
  * A user's balance in points: its value now, then each new value, in the order of the writes.

@@ -4,6 +4,7 @@ import type { Db, Document } from 'mongodb';
 import { eventsLost } from '../errors.js';
 import type { ConversationEventKind } from '../graphql/generated/resolvers.js';
 import type { Logger } from '../logger.js';
+import { ENDED } from '../shared/iteration.js';
 import { ChangeFeed, type FeedObserver } from './change-feed.js';
 import { type Inbox, MISSED, type Missed } from './inbox.js';
 
@@ -88,7 +89,7 @@ class ConversationChanges implements AsyncIterableIterator<ConversationChange> {
 
   return(): Promise<IteratorResult<ConversationChange>> {
     this.inbox.close();
-    return Promise.resolve({ value: undefined, done: true });
+    return Promise.resolve(ENDED);
   }
 
   [Symbol.asyncIterator](): this {

@@ -1,3 +1,5 @@
+import { ENDED } from '../shared/iteration.js';
+
 /** In place of the changes an inbox had to drop, or that never reached it: its reader must catch up another way. */
 export const MISSED = Symbol('changes missed');
 export type Missed = typeof MISSED;
@@ -37,7 +39,7 @@ export class Inbox<T> implements AsyncIterableIterator<T | Missed> {
 
   next(): Promise<IteratorResult<T | Missed>> {
     if (this.queue.length > 0) return Promise.resolve({ value: this.queue.shift()!, done: false });
-    if (this.closed) return Promise.resolve({ value: undefined, done: true });
+    if (this.closed) return Promise.resolve(ENDED);
     return new Promise((resolve) => (this.waiting = resolve));
   }
 
@@ -45,7 +47,7 @@ export class Inbox<T> implements AsyncIterableIterator<T | Missed> {
     if (this.closed) return;
     this.closed = true;
     this.queue = [];
-    this.waiting?.({ value: undefined, done: true });
+    this.waiting?.(ENDED);
     this.waiting = undefined;
     this.stop?.();
     this.stop = undefined;
@@ -53,7 +55,7 @@ export class Inbox<T> implements AsyncIterableIterator<T | Missed> {
 
   async return(): Promise<IteratorResult<T | Missed>> {
     this.close();
-    return { value: undefined, done: true };
+    return ENDED;
   }
 
   [Symbol.asyncIterator](): this {
