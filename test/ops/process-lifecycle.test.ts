@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startTestDatabase } from '../support/database.js';
 import { TEST_JWT_SECRET } from '../support/gateway.js';
-import { type NodeProcess, runNode, spawnNode } from '../support/node-process.js';
+import { killIfRunning, type NodeProcess, runNode, spawnNode, startDemoGateway } from '../support/node-process.js';
 
 const run = promisify(execFile);
 const curlAvailable = await run('curl', ['--version']).then(
@@ -23,18 +23,10 @@ describe('node dist/main.js with no MONGODB_URI', () => {
   let token: string;
 
   beforeAll(async () => {
-    service = spawnNode('dist/main.js', [], { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' });
-    [, url] = (await service.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/, { stream: 'stderr' })) as unknown as [string, string];
-    await service.waitFor(/Try:\n(?:.*\n)+?\n/, { stream: 'stderr' });
+    ({ service, url, token } = await startDemoGateway({ LOG_LEVEL: 'info' }));
     await service.waitFor(/"msg":"listening"/);
-    token = /^ {2}(ey[\w-]+\.[\w-]+\.[\w-]+)$/m.exec(service.stderr())?.[1] ?? '';
   });
-  afterAll(async () => {
-    if (service?.child.exitCode === null) {
-      service.child.kill('SIGKILL');
-      await service.exited;
-    }
-  });
+  afterAll(() => killIfRunning(service));
 
   it('says on stdout, as a JSON log line, that it uses the embedded engine, and gives the demo token', () => {
     const lines = service

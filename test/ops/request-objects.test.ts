@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { type NodeProcess, spawnNode } from '../support/node-process.js';
+import { killIfRunning, type NodeProcess, startDemoGateway } from '../support/node-process.js';
 
 /** What `fast-objects-probe.mjs` wrote for each finished response. */
 interface Seen {
@@ -24,24 +24,12 @@ describe('requests and responses of node dist/main.js', () => {
   let token: string;
 
   beforeAll(async () => {
-    service = spawnNode(
-      'dist/main.js',
-      [],
-      { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
-      {
-        nodeFlags: ['--allow-natives-syntax', '--import', './test/support/fast-objects-probe.mjs'],
-      },
-    );
-    [, url] = (await service.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/, { stream: 'stderr' })) as unknown as [string, string];
-    await service.waitFor(/Try:\n(?:.*\n)+?\n/, { stream: 'stderr' });
-    token = /^ {2}(ey[\w-]+\.[\w-]+\.[\w-]+)$/m.exec(service.stderr())?.[1] ?? '';
+    ({ service, url, token } = await startDemoGateway(
+      { LOG_LEVEL: 'warn' },
+      { nodeFlags: ['--allow-natives-syntax', '--import', './test/support/fast-objects-probe.mjs'] },
+    ));
   });
-  afterAll(async () => {
-    if (service?.child.exitCode === null) {
-      service.child.kill('SIGKILL');
-      await service.exited;
-    }
-  });
+  afterAll(() => killIfRunning(service));
 
   it('stay fast objects to the end of every answer, request after request, on REST, /graphql and failures', async () => {
     const authorization = `Bearer ${token}`;

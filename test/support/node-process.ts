@@ -61,6 +61,33 @@ export function groupAlive(pid: number): boolean {
   }
 }
 
+/** `node dist/main.js` with no MONGODB_URI (the embedded engine, its demo data), once it has printed its URL and the demo token. */
+export async function startDemoGateway(
+  env: Record<string, string> = {},
+  options: SpawnOptions = {},
+): Promise<{ service: NodeProcess; url: string; token: string }> {
+  const service = spawnNode('dist/main.js', [], { PORT: '0', HOST: '127.0.0.1', ...env }, options);
+  try {
+    const [, url] = (await service.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/, { stream: 'stderr' })) as unknown as [
+      string,
+      string,
+    ];
+    await service.waitFor(/Try:\n(?:.*\n)+?\n/, { stream: 'stderr' });
+    const token = /^ {2}(ey[\w-]+\.[\w-]+\.[\w-]+)$/m.exec(service.stderr())?.[1] ?? '';
+    return { service, url, token };
+  } catch (error) {
+    await killIfRunning(service);
+    throw error;
+  }
+}
+
+/** Kills a process that is still running (SIGKILL) and waits for its end. */
+export async function killIfRunning(service: NodeProcess | undefined): Promise<void> {
+  if (service?.child.exitCode !== null || service.child.signalCode !== null) return;
+  service.child.kill('SIGKILL');
+  await service.exited;
+}
+
 /** Runs a built command to its end with exactly `env` plus PATH; never rejects. */
 export async function runNode(
   script: string,
@@ -69,7 +96,7 @@ export async function runNode(
   options: SpawnOptions = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [resolve(script), ...args], {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [...(options.nodeFlags ?? []), resolve(script), ...args], {
       env: { PATH: process.env.PATH!, ...env },
       cwd: options.cwd,
       timeout: 30_000,
