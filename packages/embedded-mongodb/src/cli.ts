@@ -58,8 +58,8 @@ async function main(): Promise<void> {
   });
   const topology =
     (values.standalone ? 'standalone' : `replica set ${values['replica-set']}`) + (enableTestCommands ? ', test commands enabled' : '');
-  console.log(`Embedded MongoDB-compatible engine (${topology}) listening on ${server.uri} (in memory; data is lost on exit)`);
 
+  // Before it says it listens: whoever reads that may signal it at once.
   let stopping = false;
   const stop = (): void => {
     if (stopping) return;
@@ -71,6 +71,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  console.log(`Embedded MongoDB-compatible engine (${topology}) listening on ${server.uri} (in memory; data is lost on exit)`);
 }
 
 main().catch((error: unknown) => {
