@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   resolve: {
@@ -24,7 +24,19 @@ export default defineConfig({
         test: {
           name: 'gateway',
           include: ['test/**/*.test.ts'],
+          // The unit project's files: no build, no server, no database (`npm run test:unit`).
+          exclude: [...configDefaults.exclude, 'test/unit/**'],
           globalSetup: ['test/support/global-setup.ts'],
+        },
+      },
+      {
+        extends: true,
+        ssr: { resolve: { conditions: ['chat-gateway-source'] } },
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+          // Each file builds what it needs in memory: threads start faster than forks.
+          pool: 'threads',
         },
       },
       'packages/*',

@@ -12,6 +12,13 @@ import { LIMIT_RULES, PARSE_OPTIONS } from './limits.js';
  */
 const HELD = { documents: 1_000, textCharacters: 4 * 1024 * 1024 };
 
+/**
+ * Refused documents held, apart from the valid ones so that a stream of different invalid texts
+ * cannot push the valid ones out: a client that sends the same broken document again gets the same
+ * errors without its text being parsed and validated again.
+ */
+const HELD_REFUSALS = { documents: 1_000, textCharacters: 1024 * 1024 };
+
 /** What validation runs: graphql-js's rules and the limits. */
 export const VALIDATION_RULES = [...specifiedRules, ...LIMIT_RULES];
 
@@ -21,16 +28,22 @@ export function documentIdOf(text: string): string {
 }
 
 /**
- * The document stage: a text parsed and validated once (with the limits), then served from one
- * bounded cache, by every door. `/graphql` reaches it as Apollo Server's `documentStore` (Apollo
- * parses and validates with the same options and rules on a miss, then stores the result here);
- * the REST table and the WebSocket server through `document`.
+ * The document stage: a text parsed and validated once (with the limits), then its document, or
+ * the errors refusing it, served from bounded caches. `/graphql` reaches the valid ones as Apollo
+ * Server's `documentStore` (Apollo parses and validates with the same options and rules on a miss,
+ * then stores a valid result here; it parses a refused text again each time); the REST table and
+ * the pipeline's subscribe verb (every subscription door) through `document`.
  */
 export class Documents {
   private readonly valid = new LRUCache<string, DocumentNode>({
     max: HELD.documents,
     maxSize: HELD.textCharacters,
     sizeCalculation: (document) => Math.max(document.loc?.end ?? 1, 1),
+  });
+  private readonly refused = new LRUCache<string, { errors: readonly GraphQLError[]; length: number }>({
+    max: HELD_REFUSALS.documents,
+    maxSize: HELD_REFUSALS.textCharacters,
+    sizeCalculation: (refusal) => Math.max(refusal.length, 1),
   });
 
   constructor(private readonly schema: GraphQLSchema) {}
@@ -54,8 +67,15 @@ export class Documents {
    * Server refuses them. `id` is `documentIdOf(text)`, for callers that know it already.
    */
   document(text: string, id = documentIdOf(text)): DocumentNode | readonly GraphQLError[] {
-    const known = this.valid.get(id);
+    const known = this.valid.get(id) ?? this.refused.get(id)?.errors;
     if (known !== undefined) return known;
+    const checked = this.check(text);
+    if ('kind' in checked) this.valid.set(id, checked);
+    else this.refused.set(id, { errors: checked, length: text.length });
+    return checked;
+  }
+
+  private check(text: string): DocumentNode | readonly GraphQLError[] {
     let document: DocumentNode;
     try {
       document = parse(text, PARSE_OPTIONS);
@@ -66,9 +86,7 @@ export class Documents {
       ];
     }
     const invalid = validate(this.schema, document, VALIDATION_RULES);
-    if (invalid.length > 0) return invalid.map(validationFailure);
-    this.valid.set(id, document);
-    return document;
+    return invalid.length > 0 ? invalid.map(validationFailure) : document;
   }
 }
 
