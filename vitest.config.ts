@@ -35,6 +35,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          testTimeout: 5_000,
           // Each file builds what it needs in memory: threads start faster than forks.
           pool: 'threads',
         },

@@ -14,7 +14,7 @@ import { subscriptionsUnavailable } from '../../../src/errors.js';
 import { buildSchema } from '../../../src/graphql/schema.js';
 import { createLogger, type Logger } from '../../../src/logger.js';
 import { graphqlMetrics } from '../../../src/observability/graphql-metrics.js';
-import { subscriptionMetrics } from '../../../src/observability/subscription-metrics.js';
+import { type SubscriptionMetrics, subscriptionMetrics } from '../../../src/observability/subscription-metrics.js';
 import type { AdmissionCheck } from '../../../src/operations/admission.js';
 import type { Observation } from '../../../src/operations/observer.js';
 import { OperationPipeline } from '../../../src/operations/pipeline.js';
@@ -154,6 +154,7 @@ export class FakeEventSource<Event> {
     const rejecting: ((error: unknown) => void)[] = [];
     const queued: Event[] = [];
     let failure: unknown;
+    let ended = false;
     const listener = {
       push: (event: Event) => {
         const resolve = waiting.shift();
@@ -170,12 +171,14 @@ export class FakeEventSource<Event> {
     this.listeners.add(listener);
     this.opened += 1;
     const end = async (): Promise<IteratorResult<Event>> => {
+      ended = true;
       if (this.listeners.delete(listener)) this.closed += 1;
       waiting.shift()?.({ value: undefined, done: true });
       return { value: undefined, done: true };
     };
     return {
       next: () => {
+        if (ended) return Promise.resolve({ value: undefined, done: true });
         if (queued.length > 0) return Promise.resolve({ value: queued.shift()!, done: false });
         if (failure !== undefined) return Promise.reject(failure);
         return new Promise((resolve, reject) => {
@@ -281,6 +284,8 @@ export interface TestPipeline {
   lines: Record<string, unknown>[];
   world: FakeWorld;
   createContext: CreateContext;
+  /** The subscription metrics the pipeline reports to. */
+  subscriptionMetrics: SubscriptionMetrics;
 }
 
 /** The operation pipeline as `service.ts` builds it, over a fake world, with real metrics in a registry of its own. */
@@ -298,6 +303,7 @@ export function testPipeline(
   const registry = new Registry();
   const { logger, lines } = capturedLogger();
   const createContext = contextFactory(world, options.responseMaxBytes);
+  const subscriptions = subscriptionMetrics();
   const pipeline = new OperationPipeline({
     schema: gatewaySchema(),
     production: options.production ?? false,
@@ -308,10 +314,10 @@ export function testPipeline(
       createContext,
       documentOf: options.documentOf ?? ((reference) => (typeof reference.query === 'string' ? reference.query : undefined)),
       subscriptionsPerCaller: options.subscriptionsPerCaller ?? 20,
-      metrics: subscriptionMetrics(),
+      metrics: subscriptions,
     },
   });
-  return { pipeline, registry, lines, world, createContext };
+  return { pipeline, registry, lines, world, createContext, subscriptionMetrics: subscriptions };
 }
 
 /** A metric's value for the given labels, 0 when never counted. */
