@@ -71,11 +71,12 @@ describe('the document stage', () => {
 
   it('bounds the refusals it keeps: the least recently used goes first', () => {
     const stage = documents();
-    const oldest = stage.document('{ nope0 }');
+    // Texts that do not parse: refused as cheaply as can be.
+    const oldest = stage.document('{ nope0 ');
     let newest = oldest;
-    for (let n = 1; n <= 1_000; n += 1) newest = stage.document(`{ nope${n} }`);
-    expect(stage.document('{ nope1000 }')).toBe(newest);
-    const again = stage.document('{ nope0 }');
+    for (let n = 1; n <= 1_000; n += 1) newest = stage.document(`{ nope${n} `);
+    expect(stage.document('{ nope1000 ')).toBe(newest);
+    const again = stage.document('{ nope0 ');
     expect(again).not.toBe(oldest);
     expect(errorsOf(again)[0]!.message).toBe(errorsOf(oldest)[0]!.message);
   });
@@ -94,7 +95,7 @@ describe('the document stage', () => {
   it('keeps valid documents however many invalid ones come after them', () => {
     const stage = documents();
     const valid = stage.document('{ quota }');
-    for (let n = 0; n < 2_000; n += 1) stage.document(`{ nope${n} }`);
+    for (let n = 0; n < 2_000; n += 1) stage.document(`{ nope${n} `);
     expect(stage.document('{ quota }')).toBe(valid);
   });
 
