@@ -26,7 +26,7 @@ interface Kind {
   code: string;
   /** The answer's HTTP status; 200 for a failure raised by one field, which leaves the status to the rest of the answer. */
   status: number;
-  /** The legacy API reports unreadable bodies and bad input as `status: false` with HTTP 200 (CONTRACT §5). */
+  /** The legacy API reports unreadable bodies and bad input as `status: false` with HTTP 200, as the legacy service did. */
   legacyStatus?: number;
   /** The legacy API's own sentence, where it differs from the GraphQL message. */
   legacyText?: string;

@@ -1,6 +1,6 @@
 /** Limits the API promises, each stated once. */
 
-/** The most conversations one page holds: the legacy list's 100 (spec §8), and the cap on GraphQL's `first`. */
+/** The most conversations one page holds: the 100 newest that `GET /conversation/list` answers, and the cap on GraphQL's `first` and `last`. */
 export const MAX_PAGE_SIZE = 100;
 
 /** The largest request body read, on `/graphql` and the legacy endpoints alike (413 above). */
@@ -20,7 +20,7 @@ export const WEBSOCKET_MESSAGE_ASSEMBLY = {
   reads: 96,
 } as const;
 
-/** The points one purchase buys, at least and at most (CONTRACT §6). */
+/** The points one purchase buys, at least and at most, over `POST /buy` and GraphQL's `buy` alike. */
 export const PURCHASE_RANGE = { min: 1, max: 99_999 } as const;
 
 /** The longest conversation name, in characters (Unicode code points), as the legacy web client's rename allowed. */

@@ -51,7 +51,7 @@ export interface ServiceOptions {
   restRoutes?: RestRoute[];
   /** The time purchases are settled, credentials expire and the shutdown delay ends by; the system's unless a test moves it by hand. */
   clock?: Clock;
-  /** Apollo Server plugins of one's own, besides the gateway's (they see every `/graphql` request). */
+  /** Apollo Server plugins of one's own, besides the gateway's (they see the `/graphql` queries and mutations Apollo Server runs). */
   apolloPlugins?: ApolloServerPlugin<RequestContext>[];
   /** Checks of one's own, run by every door after the per-caller rate limit (see `AdmissionChecks`). */
   admissionChecks?: AdmissionCheck[];
@@ -79,7 +79,7 @@ export interface RunningService {
   /** Whether subscriptions are served (at `ws://…/graphql`), and if not, why. */
   subscriptions: Subscriptions['availability'];
   /**
-   * Stops as CONTRACT §8 says: `/readyz` answers 503 at once while requests are still served for
+   * Stops as `http/lifecycle.ts` orders it: `/readyz` answers 503 at once while requests are still served for
    * SHUTDOWN_DELAY_MS, then the port closes, in-flight requests finish (bounded) while WebSockets
    * are closed with 1001, the change streams close, then the database.
    */
@@ -171,7 +171,7 @@ async function serve(config: Config, logger: Logger, options: Started, closers: 
   const loadDemoData = await loadData(config, logger, domains, embedded !== undefined);
 
   const tokenKey = secretKey(config.jwtSecret ?? randomBytes(32).toString('base64url'));
-  // The demo user exists only in the demo data (CONTRACT §8): a seed file has users of its own.
+  // The demo user exists only in the demo data (`seed/demo-data.ts`): a seed file has users of its own.
   const demoToken = loadDemoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
   const authenticator = new Authenticator(tokenKey, domains.accounts.store, clock);
   // Live updates: a change feed per collection, when the database has change streams; closed before the database.

@@ -33,7 +33,7 @@ export class SsoUnavailableError extends Error {
   }
 }
 
-/** The external single-sign-on provider of the official deployment (CONTRACT §6). */
+/** The external single-sign-on provider of the official deployment (docs/billing.md). */
 export interface SsoClient {
   /**
    * Charges `amount` money units to the user's wallet under `order`. The provider charges an

@@ -148,7 +148,6 @@ export class ConversationStore {
     );
   }
 
-  /** Creates or replaces conversations by (userId, id): one command per call. */
   /** Adds the conversations not there yet, by (userId, id); one already there is left as it is, messages included. */
   async insertMissing(conversations: readonly Required<ConversationRecord>[]): Promise<InsertMissingResult> {
     return insertMissing(
@@ -158,6 +157,7 @@ export class ConversationStore {
     );
   }
 
+  /** Creates or replaces conversations by (userId, id): one command per call. */
   async upsertMany(conversations: readonly Required<ConversationRecord>[]): Promise<void> {
     if (conversations.length === 0) return;
     await this.commands.time(

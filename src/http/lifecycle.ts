@@ -6,7 +6,7 @@ import { type Clock, systemClock } from '../clock.js';
 export const DRAIN_GRACE_MS = 10_000;
 
 /**
- * A server's stop as orchestrators expect it (CONTRACT §8): `/readyz` answers 503 from the
+ * A server's stop as orchestrators expect it: `/readyz` answers 503 from the
  * moment it begins, while requests are still served for `delayMs`, so that load balancers stop
  * sending before the port closes. Then the caller closes the port and its resources.
  */

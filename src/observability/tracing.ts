@@ -5,7 +5,7 @@ import type { MongoClient } from 'mongodb';
 import type { Door } from './labels.js';
 
 /**
- * Traces (CONTRACT §8): what the rest of the service asks of them, with nothing of OpenTelemetry
+ * Traces (docs/operations.md): what the rest of the service asks of them, with nothing of OpenTelemetry
  * in its types. Without `OTEL_EXPORTER_OTLP_ENDPOINT` the service runs on `NO_TRACING`, and no
  * OpenTelemetry module is ever loaded: every hook below is then a plain call that does nothing.
  */

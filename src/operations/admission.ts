@@ -20,8 +20,8 @@ export type AdmissionCheck = (admission: Admission) => Promise<void> | void;
  * The checks every door runs once its caller is known, in order, before anything of the operation
  * is read: the per-caller rate limit, and whatever the composition root adds. There is one list
  * and every door runs it: HTTP requests (`/graphql` queries and mutations, the REST table, the
- * Server-Sent Events and multipart subscriptions) through `admissionStep`, and each subscribe
- * message of a WebSocket through `admit`, since one socket carries many operations.
+ * Server-Sent Events and multipart subscriptions) through `step`, and each subscribe message of
+ * a WebSocket through `admit`, since one socket carries many operations.
  */
 export class AdmissionChecks {
   constructor(private readonly checks: readonly AdmissionCheck[]) {}

@@ -8,8 +8,9 @@ const INVALID_DOCUMENT_MESSAGE = 'the operation is not valid (the reason is show
 /**
  * The format stage: how an operation's errors appear in a GraphQL answer, whatever the door.
  * Apollo Server applies `formatError` to each error and `finish` to the answer (through the
- * pipeline's plugin); the WebSocket server, whose answers Apollo Server does not send, applies
- * `render`, which formats each error as Apollo Server does and then finishes the answer alike.
+ * pipeline's plugin); for answers Apollo Server does not send, the pipeline's subscribe verb (every
+ * subscription door) and its refusals apply `render`, which formats each error as Apollo Server
+ * does and then finishes the answer alike.
  *
  * In production an internal error shows only its code and where it happened (its message may
  * name internals: a driver error, a field that broke), and a document that fails validation is

@@ -38,9 +38,9 @@ function toLegacy<M>(conversation: Conversation, messages: M) {
 }
 
 /**
- * The legacy REST API: one entry per documented endpoint (spec §4), and the two the legacy web
- * client also calls (rename, clean). Bodies keep the spec's key order: `status`, then `message`
- * or `error`, then `data`.
+ * The legacy REST API: one entry per endpoint of the legacy service, and the two the legacy web
+ * client also calls (rename, clean); `rest/openapi.ts` documents them from this table. Bodies keep
+ * the legacy service's key order: `status`, then `message` or `error`, then `data`.
  */
 export const legacyRoutes: RestRoute[] = [
   defineRoute({

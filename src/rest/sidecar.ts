@@ -37,7 +37,7 @@ export interface SidecarOptions {
 export interface RunningSidecar {
   /** Base URL reachable from this machine. */
   url: string;
-  /** As the gateway's (CONTRACT §8): not ready at once, serving until the delay is over, then drained. */
+  /** As the gateway's (`http/lifecycle.ts`): not ready at once, serving until the delay is over, then drained. */
   stop(): Promise<void>;
 }
 

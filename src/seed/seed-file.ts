@@ -33,7 +33,7 @@ const fileSchema = z.strictObject({
   conversations: z.array(z.unknown()).default([]),
 });
 
-/** The seed file's format (CONTRACT §4), as written: optional fields may be left out. */
+/** The seed file's format (docs/api.md, "Seed files"), as written: optional fields may be left out. */
 export interface SeedData {
   users?: z.input<typeof userSchema>[];
   conversations?: z.input<typeof conversationSchema>[];
@@ -66,7 +66,7 @@ export interface SeedOptions {
 export class SeedError extends InvalidInput {}
 
 /**
- * Loads seed data, all or nothing (CONTRACT §4). The whole of it is checked first (types, id
+ * Loads seed data, all or nothing. The whole of it is checked first (types, id
  * ranges, owners in the data or the database, duplicates in the data and against the database's
  * unique keys); any problem throws a `SeedError` listing them all, before anything is written.
  * Then users are upserted by id (balance set to `quota`), API keys by hash, conversations by

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 
 /**
- * A local stand-in for the external SSO provider (CONTRACT §6): wallets, payments charged at most
+ * A local stand-in for the external SSO provider (`billing/sso-client.ts`): wallets, payments charged at most
  * once per order id, payment status and certification flags, plus faults for tests.
  */
 

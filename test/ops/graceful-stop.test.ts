@@ -44,7 +44,7 @@ function slowRequest(url: string, authorization: string, firstPart: string) {
 
 const statuses = (responses: Response[]) => responses.map((response) => response.status);
 
-describe.each(['gateway', 'sidecar'] as const)('stopping the %s (CONTRACT §8)', (server) => {
+describe.each(['gateway', 'sidecar'] as const)('stopping the %s', (server) => {
   it('turns /readyz to 503 at once, answers every request sent just before and during the delay, then closes the port', async () => {
     const scheduler = new HeldClock();
     const environment = { SHUTDOWN_DELAY_MS: '5000' };

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestDatabase, type TestDatabase } from '../support/database.js';
 import { runNode } from '../support/node-process.js';
 
-/** A demo token exists only while the demo data set is loaded on the embedded engine (CONTRACT §2, §8). */
+/** A demo token exists only while the demo data set is loaded on the embedded engine (`seed/demo-data.ts`). */
 describe('a gateway on a lasting database without JWT_SECRET', () => {
   let database: TestDatabase;
 

@@ -13,7 +13,7 @@ import { connectAs } from '../support/websocket.js';
 import { Received, subscriptionsRunning } from './helpers.js';
 
 /**
- * What CONTRACT §7 asks of the HTTP subscription transports: the same trusted documents, the same
+ * What the HTTP subscription transports share with the WebSocket: the same trusted documents, the same
  * errors naming their request, the same shutdown and bounds as the WebSocket.
  */
 

@@ -358,7 +358,7 @@ describe('rate limits', () => {
   });
 });
 
-describe('stopping with subscriptions open (CONTRACT §8)', () => {
+describe('stopping with subscriptions open', () => {
   it('serves them through the shutdown delay, then closes them with 1001 before the database closes', async () => {
     let release!: () => void;
     // The last callback scheduled (the shutdown delay's) runs when the test releases it.
