@@ -23,6 +23,36 @@ export const WEBSOCKET_MESSAGE_ASSEMBLY = {
 /** The points one purchase buys, at least and at most, over `POST /buy` and GraphQL's `buy` alike. */
 export const PURCHASE_RANGE = { min: 1, max: 99_999 } as const;
 
+/**
+ * Limits on every GraphQL operation, whatever door it comes through (`operations/limits.ts`
+ * applies them). The schema's deepest useful path is 5 fields
+ * (`conversations.edges.node.messages.role`), the legacy web client's operations have under 30
+ * tokens and no aliases, and GraphiQL's introspection query has under 200 tokens.
+ */
+export const OPERATION_LIMITS = {
+  /** Lexical tokens in the document; parsing stops at the first one over. */
+  tokens: 1_000,
+  aliases: 15,
+  /** Nested fields; fragments add no level of their own. */
+  depth: 6,
+  directives: 10,
+  /** See `operations/operation-cost.ts`: a page of 100 conversations with their messages costs 3 301, a balance read 1. */
+  cost: 5_000,
+} as const;
+
+/**
+ * An idempotency key of a purchase: 1 to 255 visible ASCII characters (no space, no control
+ * character), over `POST /buy`'s `Idempotency-Key` and GraphQL's `buy` alike.
+ */
+export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/**
+ * Changes one subscription may have waiting to be sent (`subscriptions/inbox.ts`). Past that, a
+ * balance subscription reads the balance again instead, and a conversation-events subscription
+ * ends with EVENTS_LOST.
+ */
+export const SUBSCRIPTION_INBOX_CAPACITY = 100;
+
 /** The longest conversation name, in characters (Unicode code points), as the legacy web client's rename allowed. */
 export const MAX_CONVERSATION_NAME_LENGTH = 256;
 

@@ -2,15 +2,12 @@ import type { AccountStore } from '../accounts/account.store.js';
 import { microsToPoints, pointsToMicros } from '../accounts/points.js';
 import { notAvailable } from '../errors.js';
 import type { UserError } from '../graphql/generated/resolvers.js';
-import { PURCHASE_RANGE } from '../limits.js';
+import { IDEMPOTENCY_KEY, PURCHASE_RANGE } from '../limits.js';
 import { type Outcome, userErrors } from '../shared/user-error.js';
 import { type Gift, GIFT_POINTS, type GiftPackage, GIFTS } from './gift.js';
 import type { OfficialBilling } from './official-billing.js';
 import type { BuyResult } from './purchase-lifecycle.js';
 import { SsoUnavailableError } from './sso-client.js';
-
-/** An idempotency key: 1 to 255 visible ASCII characters (no space, no control character). */
-export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 export type BuyOutcome = Outcome<{ quota: number }>;
 

@@ -2,24 +2,11 @@ import { ApolloArmor } from '@escape.tech/graphql-armor';
 import { type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type ParseOptions, type ValidationRule } from 'graphql';
 
 import { invalidOperation } from '../errors.js';
-import { MAX_PAGE_SIZE } from '../limits.js';
+import { MAX_PAGE_SIZE, OPERATION_LIMITS } from '../limits.js';
 import { type CostModel, operationCost } from './operation-cost.js';
 
-/**
- * Limits on every GraphQL operation, whatever door it comes through. The schema's deepest useful
- * path is 5 fields (`conversations.edges.node.messages.role`), the legacy web client's operations
- * have under 30 tokens and no aliases, and GraphiQL's introspection query has under 200 tokens.
- */
-export const OPERATION_LIMITS = {
-  /** Lexical tokens in the document; parsing stops at the first one over. */
-  tokens: 1_000,
-  aliases: 15,
-  /** Nested fields; fragments add no level of their own. */
-  depth: 6,
-  directives: 10,
-  /** See `operationCost`: a page of 100 conversations with their messages costs 3 301, a balance read 1. */
-  cost: 5_000,
-} as const;
+/** The limits, stated in `limits.ts`; here for the stages' other readers. */
+export { OPERATION_LIMITS };
 
 export const COST_MODEL: CostModel = { maxPageSize: MAX_PAGE_SIZE, assumedListSize: 10 };
 

@@ -2,9 +2,8 @@ import type { Request } from 'express';
 import { GRAPHQL_MAX_INT as MAX_INT } from 'graphql';
 import { z } from 'zod';
 
-import { IDEMPOTENCY_KEY } from '../billing/billing.service.js';
 import { badRequest, badUserInput, type Failure } from '../errors.js';
-import { MAX_CONVERSATION_NAME_LENGTH, PURCHASE_RANGE } from '../limits.js';
+import { IDEMPOTENCY_KEY, MAX_CONVERSATION_NAME_LENGTH, PURCHASE_RANGE } from '../limits.js';
 import { userErrors } from '../shared/user-error.js';
 import type { RouteInput } from './route.js';
 

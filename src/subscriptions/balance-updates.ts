@@ -3,6 +3,7 @@ import type { Db, Document, Timestamp } from 'mongodb';
 import type { AccountStore, StoredBalance } from '../accounts/account.store.js';
 import { microsToPoints } from '../accounts/points.js';
 import { legacyMicros } from '../accounts/user.model.js';
+import { SUBSCRIPTION_INBOX_CAPACITY } from '../limits.js';
 import type { Logger } from '../logger.js';
 import { ENDED } from '../shared/iteration.js';
 import { ChangeFeed, type FeedObserver } from './change-feed.js';
@@ -26,9 +27,6 @@ export interface BalanceChange {
 export interface BalanceEvent {
   readonly points: number;
 }
-
-/** Changes a slow subscriber may have waiting; past that, it reads the balance again instead. */
-const INBOX_CAPACITY = 100;
 
 /** The event each change led to, by change (the object the feed hands to every listener of its user). */
 const eventsByChange = new WeakMap<BalanceChange, BalanceEvent>();
@@ -107,7 +105,7 @@ export async function balanceUpdates(
   accounts: AccountStore,
   userId: number,
 ): Promise<AsyncIterableIterator<BalanceEvent>> {
-  return new BalanceUpdates(await feed.inbox(userId, INBOX_CAPACITY), accounts, userId);
+  return new BalanceUpdates(await feed.inbox(userId, SUBSCRIPTION_INBOX_CAPACITY), accounts, userId);
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Db, Document } from 'mongodb';
 
 import { eventsLost } from '../errors.js';
 import type { ConversationEventKind } from '../graphql/generated/resolvers.js';
+import { SUBSCRIPTION_INBOX_CAPACITY } from '../limits.js';
 import type { Logger } from '../logger.js';
 import { ENDED } from '../shared/iteration.js';
 import { ChangeFeed, type FeedObserver } from './change-feed.js';
@@ -14,9 +15,6 @@ export interface ConversationChange {
   userId: number;
   number: number;
 }
-
-/** Changes a slow subscriber may have waiting; past that, its subscription ends with EVENTS_LOST. */
-const INBOX_CAPACITY = 100;
 
 const KINDS: Record<string, ConversationEventKind> = { insert: 'CREATED', update: 'UPDATED', replace: 'UPDATED', delete: 'DELETED' };
 
@@ -72,7 +70,7 @@ export async function conversationChanges(
   feed: ChangeFeed<ConversationChange>,
   userId: number,
 ): Promise<AsyncIterableIterator<ConversationChange>> {
-  return new ConversationChanges(await feed.inbox(userId, INBOX_CAPACITY));
+  return new ConversationChanges(await feed.inbox(userId, SUBSCRIPTION_INBOX_CAPACITY));
 }
 
 /**

@@ -3,7 +3,7 @@ import { parse, print } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
-import { OPERATION_LIMITS } from '../../src/operations/limits.js';
+import { OPERATION_LIMITS } from '../../src/limits.js';
 import { defineRoute, succeeded } from '../../src/rest/route.js';
 import { legacyRoutes } from '../../src/rest/routes.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';

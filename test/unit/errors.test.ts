@@ -49,7 +49,13 @@ describe('the failure kinds', () => {
     [badUserInput('invalid id'), 'BAD_USER_INPUT', 200, 200, 'invalid id'],
     [notAvailable('not available on this deployment'), 'UNAVAILABLE', 200, 200, 'not available on this deployment'],
     [databaseUnavailable(), 'DATABASE_UNAVAILABLE', 503, 503, 'service temporarily unavailable, try again later'],
-    [upstreamUnavailable('the gateway did not answer'), 'UPSTREAM_UNAVAILABLE', 503, 503, 'service temporarily unavailable, try again later'],
+    [
+      upstreamUnavailable('the gateway did not answer'),
+      'UPSTREAM_UNAVAILABLE',
+      503,
+      503,
+      'service temporarily unavailable, try again later',
+    ],
     [noSuchEndpoint('GET', '/nope'), 'NOT_FOUND', 404, 404, 'no such endpoint: GET /nope'],
     [originNotAllowed('https://evil.example'), 'FORBIDDEN', 403, 403, expect.stringMatching(/CORS_ORIGINS/)],
     [tooManyWebsockets(3), 'TOO_MANY_WEBSOCKETS', 429, 429, 'too many WebSockets from this address: at most 3 at once'],
@@ -127,8 +133,14 @@ describe('failureOf', () => {
   });
 
   it('reads body-parser’s errors by their status and type', () => {
-    expect(failureOf({ status: 400, type: 'entity.parse.failed' })).toMatchObject({ kind: 'badRequest', message: 'request body is not valid JSON' });
-    expect(failureOf({ status: 400, type: 'request.aborted' })).toMatchObject({ kind: 'badRequest', message: 'request body could not be read' });
+    expect(failureOf({ status: 400, type: 'entity.parse.failed' })).toMatchObject({
+      kind: 'badRequest',
+      message: 'request body is not valid JSON',
+    });
+    expect(failureOf({ status: 400, type: 'request.aborted' })).toMatchObject({
+      kind: 'badRequest',
+      message: 'request body could not be read',
+    });
     expect(failureOf({ status: 413, limit: 102_400 })).toMatchObject({
       kind: 'payloadTooLarge',
       message: 'request body is larger than the limit of 102400 bytes',
@@ -222,8 +234,12 @@ describe('the REST layer’s reading of an operation’s errors', () => {
   });
 
   it('reads a remote Retry-After of at least one second', () => {
-    expect(failureOfAnswer({ message: 'x', extensions: { code: 'RATE_LIMITED', retryAfter: 2.2 } }).headers).toEqual({ 'Retry-After': '3' });
-    expect(failureOfAnswer({ message: 'x', extensions: { code: 'RATE_LIMITED', retryAfter: 'soon' } }).headers).toEqual({ 'Retry-After': '1' });
+    expect(failureOfAnswer({ message: 'x', extensions: { code: 'RATE_LIMITED', retryAfter: 2.2 } }).headers).toEqual({
+      'Retry-After': '3',
+    });
+    expect(failureOfAnswer({ message: 'x', extensions: { code: 'RATE_LIMITED', retryAfter: 'soon' } }).headers).toEqual({
+      'Retry-After': '1',
+    });
   });
 });
 

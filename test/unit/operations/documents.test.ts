@@ -3,8 +3,8 @@ import { createHash } from 'node:crypto';
 import type { DocumentNode, GraphQLError } from 'graphql';
 import { describe, expect, it } from 'vitest';
 
+import { OPERATION_LIMITS } from '../../../src/limits.js';
 import { documentIdOf, Documents } from '../../../src/operations/documents.js';
-import { OPERATION_LIMITS } from '../../../src/operations/limits.js';
 import { gatewaySchema } from '../support/fakes.js';
 
 const documents = () => new Documents(gatewaySchema());

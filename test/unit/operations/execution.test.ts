@@ -2,7 +2,7 @@ import { type DocumentNode, getOperationAST, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 
 import { Execution } from '../../../src/operations/execution.js';
-import { conversation, contextFactory, fakeWorld, type FakeWorld, gatewaySchema, recordingObservation } from '../support/fakes.js';
+import { contextFactory, conversation, type FakeWorld, fakeWorld, gatewaySchema, recordingObservation } from '../support/fakes.js';
 
 const schema = gatewaySchema();
 
@@ -60,7 +60,9 @@ describe('the execute stage', () => {
 
   it('gives the same answer compiled as interpreted', async () => {
     const { run } = setup();
-    const document = parse('{ conversations(first: 1) { edges { cursor node { id number messages { role content } } } pageInfo { hasNextPage endCursor } } }');
+    const document = parse(
+      '{ conversations(first: 1) { edges { cursor node { id number messages { role content } } } pageInfo { hasNextPage endCursor } } }',
+    );
     const interpreted = await run(document);
     const compiled = await run(document);
     expect(interpreted.executors).toEqual(['graphql-js']);
@@ -134,9 +136,12 @@ describe('the execute stage', () => {
     const big = 'x'.repeat(50_000);
     const world = fakeWorld([conversation(1, 1, [{ role: 'user', content: big }])]);
     const { run } = setup(world);
-    const { result } = await run('{ quota a: conversation(number: 1) { messages { content } } b: conversation(number: 1) { messages { content } } }', {
-      maxBytes: 70_000,
-    });
+    const { result } = await run(
+      '{ quota a: conversation(number: 1) { messages { content } } b: conversation(number: 1) { messages { content } } }',
+      {
+        maxBytes: 70_000,
+      },
+    );
     expect(result.data).toBeUndefined();
     expect(result.errors).toHaveLength(1);
     expect(result.errors[0].extensions).toMatchObject({ code: 'RESPONSE_TOO_LARGE', maxBytes: 70_000, http: { status: 400 } });

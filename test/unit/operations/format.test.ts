@@ -15,14 +15,23 @@ describe('the format stage', () => {
 
   it('shows an internal error’s message outside production', () => {
     expect(new ErrorFormat(false).render([internal(new Error('x'))], 'r')[0]!.message).toBe('internal server error');
-    expect(new ErrorFormat(false).render([new GraphQLError('Cannot return null for non-nullable field Conversation.name.')], 'r')[0]!.message).toBe(
-      'Cannot return null for non-nullable field Conversation.name.',
-    );
+    expect(
+      new ErrorFormat(false).render([new GraphQLError('Cannot return null for non-nullable field Conversation.name.')], 'r')[0]!.message,
+    ).toBe('Cannot return null for non-nullable field Conversation.name.');
   });
 
   it('in production, shows of an internal error only its code, where it happened and its request', () => {
-    const rendered = new ErrorFormat(true).render([new GraphQLError('driver: secret host 10.0.0.3', { path: ['conversation', 'name'] })], 'request-9');
-    expect(rendered).toEqual([{ message: 'internal server error', path: ['conversation', 'name'], extensions: { code: 'INTERNAL_SERVER_ERROR', requestId: 'request-9' } }]);
+    const rendered = new ErrorFormat(true).render(
+      [new GraphQLError('driver: secret host 10.0.0.3', { path: ['conversation', 'name'] })],
+      'request-9',
+    );
+    expect(rendered).toEqual([
+      {
+        message: 'internal server error',
+        path: ['conversation', 'name'],
+        extensions: { code: 'INTERNAL_SERVER_ERROR', requestId: 'request-9' },
+      },
+    ]);
   });
 
   it('in production, answers a document that fails validation with one error that names nothing', () => {

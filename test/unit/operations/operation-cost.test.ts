@@ -2,7 +2,8 @@ import { getOperationAST, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 
 import { Failure } from '../../../src/errors.js';
-import { checkOperationCost, COST_MODEL, OPERATION_LIMITS } from '../../../src/operations/limits.js';
+import { OPERATION_LIMITS } from '../../../src/limits.js';
+import { checkOperationCost, COST_MODEL } from '../../../src/operations/limits.js';
 import { operationCost } from '../../../src/operations/operation-cost.js';
 import { gatewaySchema } from '../support/fakes.js';
 
@@ -89,7 +90,8 @@ describe('checkOperationCost', () => {
   });
 
   it('refuses an operation over the limit with the invalid-operation failure (HTTP 400), naming the cost', () => {
-    const text = '{ a: conversations { edges { node { messages { role content } } } } b: conversations { edges { node { messages { role content } } } } }';
+    const text =
+      '{ a: conversations { edges { node { messages { role content } } } } b: conversations { edges { node { messages { role content } } } } }';
     let thrown: unknown;
     try {
       check(text)();
@@ -104,7 +106,8 @@ describe('checkOperationCost', () => {
   });
 
   it('prices an operation that reads variables again for each request', () => {
-    const text = 'query Page($n: Int) { a: conversations(first: $n) { nodes { messages { role content } } } b: conversations(first: $n) { nodes { messages { role content } } } }';
+    const text =
+      'query Page($n: Int) { a: conversations(first: $n) { nodes { messages { role content } } } b: conversations(first: $n) { nodes { messages { role content } } } }';
     const document = parse(text);
     const operation = getOperationAST(document)!;
     expect(() => checkOperationCost(schema, document, operation, { n: 1 })).not.toThrow();

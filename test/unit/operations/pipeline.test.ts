@@ -18,7 +18,9 @@ function running(options: Parameters<typeof testPipeline>[0] = {}) {
 describe('OperationPipeline.run', () => {
   it('runs an operation through every stage and answers its result', async () => {
     const { run } = running();
-    expect(await run('{ quota conversation(number: 1) { name } }')).toEqual({ data: { quota: 2, conversation: { name: 'conversation 1' } } });
+    expect(await run('{ quota conversation(number: 1) { name } }')).toEqual({
+      data: { quota: 2, conversation: { name: 'conversation 1' } },
+    });
   });
 
   it('runs the operation a document names, and refuses a document of several without a name', async () => {
@@ -34,14 +36,20 @@ describe('OperationPipeline.run', () => {
   it('refuses an invalid document before anything runs, with its validation errors', async () => {
     const { run, world } = running();
     expect(await run('{ conversation(number: 1) { nope } }')).toMatchObject({
-      errors: [{ message: 'Cannot query field "nope" on type "Conversation". Did you mean "name"?', extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }],
+      errors: [
+        {
+          message: 'Cannot query field "nope" on type "Conversation". Did you mean "name"?',
+          extensions: { code: 'GRAPHQL_VALIDATION_FAILED' },
+        },
+      ],
     });
     expect(world.conversations.reads).toEqual([]);
   });
 
   it('refuses an operation over the cost limit before anything runs', async () => {
     const { run, world } = running();
-    const text = 'query Page($n: Int) { a: conversations(first: $n) { nodes { messages { role content } } } b: conversations(first: $n) { nodes { messages { role content } } } }';
+    const text =
+      'query Page($n: Int) { a: conversations(first: $n) { nodes { messages { role content } } } b: conversations(first: $n) { nodes { messages { role content } } } }';
     const refused = await run(text, { variables: { n: 100 } });
     expect(refused.data).toBeUndefined();
     expect(refused.errors[0].message).toMatch(/^Operation cost limit of 5000 exceeded/);
@@ -54,7 +62,9 @@ describe('OperationPipeline.run', () => {
     await run('query Balance { quota }');
     await run('query Balance { quota }');
     await run('query Broken { nope }');
-    expect(await metricValue(registry, 'graphql_operations_total', { operation_name: 'Balance', operation_type: 'query', result: 'success' })).toBe(2);
+    expect(
+      await metricValue(registry, 'graphql_operations_total', { operation_name: 'Balance', operation_type: 'query', result: 'success' }),
+    ).toBe(2);
     // An invalid document never resolves to an operation.
     expect(await metricValue(registry, 'graphql_operations_total', { operation_name: '(unresolved)', result: 'error' })).toBe(1);
     expect(await metricValue(registry, 'graphql_errors_total', { code: 'GRAPHQL_VALIDATION_FAILED' })).toBe(1);
@@ -67,7 +77,9 @@ describe('OperationPipeline.run', () => {
     world.conversations.rows.push({ userId: 1, id: 9, name: null as unknown as string, model: 'm', enableWeb: false, messages: [] });
     const answer = await run('query Named { conversation(number: 9) { name } }');
     // No code: internal (the format stage masks it in production).
-    expect(answer.errors).toMatchObject([{ message: 'Cannot return null for non-nullable field Conversation.name.', path: ['conversation', 'name'] }]);
+    expect(answer.errors).toMatchObject([
+      { message: 'Cannot return null for non-nullable field Conversation.name.', path: ['conversation', 'name'] },
+    ]);
     expect(answer.errors[0].extensions?.code).toBeUndefined();
     const logged = lines.filter((line) => line.msg === 'unexpected error in a GraphQL operation');
     expect(logged).toHaveLength(1);

@@ -10,7 +10,10 @@ const QUOTA = 'subscription Balance { quota }';
 
 function live(options: Parameters<typeof testPipeline>[0] = {}) {
   const setup = testPipeline({ world: fakeWorld([conversation(1, 1), conversation(1, 2)], { 1: 1_000_000 }), ...options });
-  const subscribe = (query: string, extra: { userId?: number; door?: 'websocket' | 'sse' | 'multipart'; variables?: Record<string, unknown> } = {}) =>
+  const subscribe = (
+    query: string,
+    extra: { userId?: number; door?: 'websocket' | 'sse' | 'multipart'; variables?: Record<string, unknown> } = {},
+  ) =>
     setup.pipeline.subscribe(
       { query, variables: extra.variables },
       { caller: { userId: extra.userId ?? 1 }, door: extra.door ?? 'websocket', requestId: 'subscription-1' },
@@ -56,13 +59,17 @@ describe('the subscribe verb', () => {
 
   it('resolves an event’s fields with a fresh context: a conversation event reads the conversation', async () => {
     const { subscribe, world } = live();
-    const results = opened(await subscribe('subscription { conversationEvents { kind conversationId conversation { name } deletedConversationId } }'));
+    const results = opened(
+      await subscribe('subscription { conversationEvents { kind conversationId conversation { name } deletedConversationId } }'),
+    );
     const next = results.next();
     await settle();
     world.conversationEvents.push({ kind: 'UPDATED', userId: 2, number: 1 });
     world.conversationEvents.push({ kind: 'UPDATED', userId: 1, number: 2 });
     const { value } = (await next) as IteratorYieldResult<FormattedExecutionResult>;
-    expect(value.data).toMatchObject({ conversationEvents: { kind: 'UPDATED', conversation: { name: 'conversation 2' }, deletedConversationId: null } });
+    expect(value.data).toMatchObject({
+      conversationEvents: { kind: 'UPDATED', conversation: { name: 'conversation 2' }, deletedConversationId: null },
+    });
     await results.return();
   });
 
@@ -143,7 +150,10 @@ describe('the subscribe verb', () => {
     const first = opened(await subscribe(QUOTA, { door: 'websocket' }));
     opened(await subscribe(QUOTA, { door: 'sse' }));
     expect(refusedWith(await subscribe(QUOTA, { door: 'multipart' }))).toEqual([
-      { message: 'too many subscriptions: at most 2 at once per caller; complete one first', extensions: { code: 'TOO_MANY_SUBSCRIPTIONS' } },
+      {
+        message: 'too many subscriptions: at most 2 at once per caller; complete one first',
+        extensions: { code: 'TOO_MANY_SUBSCRIPTIONS' },
+      },
     ]);
     opened(await subscribe(QUOTA, { userId: 2 }));
     await first.return();
@@ -162,7 +172,14 @@ describe('the subscribe verb', () => {
     world.subscriptionsUnavailable = true;
     const results = opened(await subscribe(QUOTA));
     const first = await results.next();
-    expect(first.value).toMatchObject({ errors: [{ message: 'subscriptions are not available: the database has no change streams', extensions: { code: 'SUBSCRIPTIONS_UNAVAILABLE' } }] });
+    expect(first.value).toMatchObject({
+      errors: [
+        {
+          message: 'subscriptions are not available: the database has no change streams',
+          extensions: { code: 'SUBSCRIPTIONS_UNAVAILABLE' },
+        },
+      ],
+    });
     expect(await results.next()).toEqual({ value: undefined, done: true });
     world.subscriptionsUnavailable = false;
     opened(await subscribe(QUOTA));
@@ -194,7 +211,9 @@ describe('the subscribe verb', () => {
     await settle();
     world.balanceEvents.fail(new Error('driver internals'));
     const failure = (await next.catch((error: unknown) => error)) as SubscriptionFailure;
-    expect(failure.errors).toEqual([{ message: 'internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR', requestId: 'subscription-1' } }]);
+    expect(failure.errors).toEqual([
+      { message: 'internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR', requestId: 'subscription-1' } },
+    ]);
   });
 });
 
@@ -257,6 +276,12 @@ describe('the observation of subscriptions', () => {
       await next;
     }
     await results.return();
-    expect(await metricValue(registry, 'graphql_operations_total', { operation_name: 'Balance', operation_type: 'subscription', result: 'success' })).toBe(3);
+    expect(
+      await metricValue(registry, 'graphql_operations_total', {
+        operation_name: 'Balance',
+        operation_type: 'subscription',
+        result: 'success',
+      }),
+    ).toBe(3);
   });
 });

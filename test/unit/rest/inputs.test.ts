@@ -68,7 +68,9 @@ describe('a rename body', () => {
   const rename = byBody(renameBody);
 
   it('reads the id and the name, as given, and ignores other fields', () => {
-    expect(readInput(rename, request({ body: '{"id":3,"name":"  trip  ","other":true}' }))).toEqual({ variables: { id: 3, name: '  trip  ' } });
+    expect(readInput(rename, request({ body: '{"id":3,"name":"  trip  ","other":true}' }))).toEqual({
+      variables: { id: 3, name: '  trip  ' },
+    });
   });
 
   it.each([
@@ -84,7 +86,10 @@ describe('a rename body', () => {
   });
 
   it('refuses a body that is not JSON as a bad request', () => {
-    expect(failureOf(readInput(rename, request({ body: '{"id":1,' })))).toEqual({ kind: 'badRequest', message: 'request body is not valid JSON' });
+    expect(failureOf(readInput(rename, request({ body: '{"id":1,' })))).toEqual({
+      kind: 'badRequest',
+      message: 'request body is not valid JSON',
+    });
   });
 
   it('refuses an empty body as a bad request, not as bad input', () => {
@@ -119,7 +124,11 @@ describe('a rename body', () => {
 });
 
 describe('a purchase', () => {
-  const purchase: RouteInput<{ quota: number; idempotencyKey?: string }> = { from: 'json-body', schema: purchaseBody, headers: purchaseHeaders };
+  const purchase: RouteInput<{ quota: number; idempotencyKey?: string }> = {
+    from: 'json-body',
+    schema: purchaseBody,
+    headers: purchaseHeaders,
+  };
   const invalidQuota = `invalid quota range (${PURCHASE_RANGE.min} ~ ${PURCHASE_RANGE.max})`;
 
   it.each([PURCHASE_RANGE.min, 500, PURCHASE_RANGE.max])('buys %d points', (quota) => {
@@ -156,6 +165,8 @@ describe('a purchase', () => {
   });
 
   it('judges the body before the headers', () => {
-    expect(failureOf(readInput(purchase, request({ body: '{"quota":0}', headers: { 'idempotency-key': 'a b' } }))).message).toBe(invalidQuota);
+    expect(failureOf(readInput(purchase, request({ body: '{"quota":0}', headers: { 'idempotency-key': 'a b' } }))).message).toBe(
+      invalidQuota,
+    );
   });
 });

@@ -17,7 +17,9 @@ function target(existing: { userIds?: number[]; usernames?: Record<string, numbe
       new Map(names.flatMap((name) => (existing.usernames?.[name] === undefined ? [] : [[name, existing.usernames[name]!] as const]))),
     apiKeyOwners: async (hashes) =>
       new Map(
-        Object.entries(existing.keys ?? {}).flatMap(([key, owner]) => (hashes.includes(hashApiKey(key)) ? [[hashApiKey(key), owner] as const] : [])),
+        Object.entries(existing.keys ?? {}).flatMap(([key, owner]) =>
+          hashes.includes(hashApiKey(key)) ? [[hashApiKey(key), owner] as const] : [],
+        ),
       ),
     upsertUsers: async (users) => void writes.push(`users ${users.map((user) => `${user.id}:${user.balanceMicros}`).join(',')}`),
     addApiKeys: async (keys) => void writes.push(`keys ${keys.map((key) => key.userId).join(',')}`),
@@ -48,7 +50,10 @@ describe('loading seed data', () => {
   it('writes users (balance in micro-points), their keys, conversations, then moves each owner’s sequence past its highest', async () => {
     const { seedTarget, writes } = target();
     const loaded = await loadSeed(seedTarget, {
-      users: [{ id: 1, username: 'alice', quota: 2.5, apiKeys: [KEY] }, { id: 2, username: 'bob' }],
+      users: [
+        { id: 1, username: 'alice', quota: 2.5, apiKeys: [KEY] },
+        { id: 2, username: 'bob' },
+      ],
       conversations: [
         { userId: 1, id: 4, name: 'a', model: 'm' },
         { userId: 1, id: 9, name: 'b', model: 'm', messages: [{ role: 'user', content: 'hi' }] },
@@ -158,7 +163,9 @@ describe('the seed checks, all before anything is written', () => {
 
   it('puts the source before each problem', async () => {
     const { seedTarget } = target();
-    const error = await loadSeed(seedTarget, { users: [{ id: 0, username: 'a' }] }, { source: 'seed.json' }).catch((thrown: SeedError) => thrown);
+    const error = await loadSeed(seedTarget, { users: [{ id: 0, username: 'a' }] }, { source: 'seed.json' }).catch(
+      (thrown: SeedError) => thrown,
+    );
     expect((error as SeedError).problems[0]).toBe('seed.json: users[0].id: must be an integer from 1 to 2147483647');
   });
 });

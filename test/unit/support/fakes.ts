@@ -3,8 +3,8 @@ import { MongoNetworkError } from 'mongodb';
 import { Registry } from 'prom-client';
 
 import type { AccountStore } from '../../../src/accounts/account.store.js';
-import { BillingService } from '../../../src/billing/billing.service.js';
 import { billingResolvers } from '../../../src/billing/billing.resolvers.js';
+import { BillingService } from '../../../src/billing/billing.service.js';
 import { type CreateContext, RequestContext } from '../../../src/context.js';
 import type { ConversationRecord } from '../../../src/conversations/conversation.model.js';
 import { conversationResolvers } from '../../../src/conversations/conversation.resolvers.js';
@@ -49,7 +49,8 @@ export class MemoryConversations implements Pick<
   private owned(userId: number, range: NumberRange = {}): ConversationRecord[] {
     if (this.unreachable) throw new MongoNetworkError('connection lost');
     return this.rows.filter(
-      (row) => row.userId === userId && (range.below === undefined || row.id < range.below) && (range.above === undefined || row.id > range.above),
+      (row) =>
+        row.userId === userId && (range.below === undefined || row.id < range.below) && (range.above === undefined || row.id > range.above),
     );
   }
 
@@ -235,7 +236,8 @@ export function contextFactory(world: FakeWorld, responseMaxBytes = 1024 * 1024)
       return service as SubscriptionService;
     },
   };
-  return (caller, requestId, observation) => new RequestContext(caller, requestId, observation, new ResponseBudget(responseMaxBytes), services);
+  return (caller, requestId, observation) =>
+    new RequestContext(caller, requestId, observation, new ResponseBudget(responseMaxBytes), services);
 }
 
 function filtered<T>(events: AsyncIterableIterator<T>, keep: (event: T) => boolean): AsyncIterableIterator<T> {
