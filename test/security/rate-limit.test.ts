@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { addressRate, mostServedWithin } from '../support/rate-limits.js';
 import { startTestSidecar } from '../support/sidecar.js';
 import { json, type RawAnswer, type RawRequest, send } from './http.js';
 
@@ -22,15 +23,6 @@ beforeAll(async () => {
 });
 
 afterAll(() => gateway?.stop());
-
-/**
- * The most a limiter of `perSecond` (and a burst of two seconds' worth in any ten, as
- * `security/rate-limit.ts` sets it) lets through in `seconds`, however the requests spread: one
- * steady window a second and one burst window each ten seconds, each opened full.
- */
-function mostServedWithin(perSecond: number, seconds: number): number {
-  return perSecond * (seconds + 1) + 2 * perSecond * (Math.floor(seconds / 10) + 1);
-}
 
 /**
  * The timeout of each flood test: a flood that ends within it had at most
@@ -181,7 +173,7 @@ describe('per caller, after authentication', () => {
 
 describe('per address, before authentication', () => {
   // Per address ten times RATE_LIMIT: 10 a second and a burst of 20 at RATE_LIMIT=1.
-  const ADDRESS_RATE = 10;
+  const ADDRESS_RATE = addressRate(1);
   const FLOOD = 300;
   /** The flood test's own timeout: within it, at most `mostServedWithin(ADDRESS_RATE, 20)` = 270 are let through. */
   const FLOOD_SECONDS = 20;
