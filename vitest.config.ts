@@ -35,7 +35,8 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
-          testTimeout: 5_000,
+          // A unit test takes milliseconds; the bound only stops one that hangs.
+          testTimeout: 10_000,
           // Each file builds what it needs in memory and mocks no module: the files of one worker
           // share its loaded modules (graphql, Apollo Server, the driver) rather than load them again.
           pool: 'threads',

@@ -67,15 +67,13 @@ describe('operationCost', () => {
     expect(costOf('{ conversations(first: 2) { nodes { ... on Conversation { name model } } } }')!.cost).toBe(inPlace);
   });
 
-  it('prices fragments that spread each other many times over in linear time', () => {
-    const levels = 30;
+  it('prices fragments that spread each other many times over once each', () => {
+    // 2^59 spreads if each were priced again: an implementation that did would never end, and the test would time out.
+    const levels = 60;
     const fragments = Array.from({ length: levels }, (_, n) =>
       n === levels - 1 ? `fragment F${n} on Query { quota }` : `fragment F${n} on Query { ...F${n + 1} ...F${n + 1} }`,
     ).join('\n');
-    const started = performance.now();
-    // 2^29 spreads if each were priced again; once each, 30.
     expect(costOf(`{ ...F0 }\n${fragments}`)?.cost).toBe(2 ** (levels - 1));
-    expect(performance.now() - started).toBeLessThan(5_000);
   });
 
   it('answers null when the variables do not fit the operation: execution refuses them', () => {
