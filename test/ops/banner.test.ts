@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { banner, type Banner } from '../../src/banner.js';
+import { type Banner, banner } from '../../src/banner.js';
 import { loadConfig } from '../../src/config.js';
 
 const URL = 'http://127.0.0.1:4000';
