@@ -150,6 +150,13 @@ function originProblems(value: string): string[] {
   });
 }
 
+/**
+ * One of a few words, refused in the same wording as every other variable (zod's own message,
+ * `Invalid option: expected one of …`, reads unlike the rest).
+ */
+const oneOf = <const Values extends readonly [string, ...string[]]>(values: Values) =>
+  z.enum(values, values.length === 2 ? `must be ${values[0]} or ${values[1]}` : `must be one of ${values.join(', ')}`);
+
 const optionalText = z.string().trim().optional();
 
 /** A whole number from `min` to `max`, given as decimal digits. */
@@ -206,7 +213,7 @@ const VARIABLES = {
   }),
   JWT_SECRET: optionalText.refine((secret) => secret === undefined || secret.length >= 16, 'must be at least 16 characters'),
   SEED_FILE: optionalText,
-  DEPLOYMENT: z.enum(['community', 'official']).default('community'),
+  DEPLOYMENT: oneOf(['community', 'official']).default('community'),
   SSO_URL: optionalText.refine((url) => url === undefined || URL.canParse(url), 'must be an absolute URL such as https://sso.example.com'),
   SSO_SECRET: optionalText,
   SSO_TIMEOUT_MS: wholeNumber(1, 600_000).default(3_000),
@@ -215,18 +222,18 @@ const VARIABLES = {
   SETTLEMENT_HORIZON: duration.default(7 * DURATION_UNITS_MS.d),
   SETTLEMENT_BACKOFF_MAX_MS: wholeNumber(100, 86_400_000).default(300_000),
   NODE_ENV: optionalText,
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   RATE_LIMIT: wholeNumber(0, 1_000_000).default(20),
-  RATE_LIMIT_STORE: z.enum(['memory', 'mongo']).default('memory'),
+  RATE_LIMIT_STORE: oneOf(['memory', 'mongo']).default('memory'),
   RESPONSE_MAX_BYTES: wholeNumber(65_536, 1_073_741_824).default(33_554_432),
   METRICS_TOKEN: optionalText,
   PERSISTED_DOCUMENTS: optionalText,
-  PERSISTED_DOCUMENTS_ONLY: z.enum(['true', 'false']).default('false'),
+  PERSISTED_DOCUMENTS_ONLY: oneOf(['true', 'false']).default('false'),
   TRUST_PROXY: optionalText.refine(
     (value) => value === undefined || /^(true|false|[0-9]+|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/.test(value),
     'must be true, false, a number of proxies, or a comma-separated list of addresses, subnets or loopback/uniquelocal',
   ),
-  PLAYGROUND: z.enum(['on', 'off']).optional(),
+  PLAYGROUND: oneOf(['on', 'off']).optional(),
   CORS_ORIGINS: z
     .string()
     .default('')
@@ -253,7 +260,7 @@ const VARIABLES = {
   OTEL_EXPORTER_OTLP_PROTOCOL: z
     .enum(['http/protobuf', 'http/json'], 'must be http/protobuf or http/json (traces are sent over OTLP/HTTP; grpc is not offered)')
     .default('http/protobuf'),
-  OTEL_SDK_DISABLED: z.enum(['true', 'false']).default('false'),
+  OTEL_SDK_DISABLED: oneOf(['true', 'false']).default('false'),
   OTEL_PROPAGATORS: z
     .string()
     .default('tracecontext')
@@ -264,7 +271,7 @@ const VARIABLES = {
     )
     .refine((names) => !names.includes('none') || names.length === 1, 'none cannot be given with other propagators')
     .transform((names) => names.filter((name): name is 'tracecontext' | 'baggage' => name !== 'none')),
-  OTEL_TRACES_SAMPLER: z.enum(SAMPLERS, `must be one of ${SAMPLERS.join(', ')}`).default('parentbased_always_on'),
+  OTEL_TRACES_SAMPLER: oneOf(SAMPLERS).default('parentbased_always_on'),
   OTEL_TRACES_SAMPLER_ARG: z
     .string()
     .trim()

@@ -1,10 +1,4 @@
 import { runCommand, stopOnSignals } from './cli/command.js';
-import { type Config, loadConfig } from './config.js';
-import { describeMongodbUri } from './db/uri.js';
-import { createLogger } from './logger.js';
-import { legacyRoutes } from './rest/routes.js';
-import { DEMO_USER_ID } from './seed/demo-data.js';
-import { type RunningService, startService } from './service.js';
 
 const USAGE = `Usage: npm start   (or: node dist/main.js)
 
@@ -21,6 +15,16 @@ await runCommand({
   usage: USAGE,
   options: {},
   async run() {
+    // Loaded only to serve: --help answers without loading the service.
+    const [{ banner, subscriptionDoors }, { loadConfig }, { describeMongodbUri }, { createLogger }, { DEMO_USER_ID }, { startService }] =
+      await Promise.all([
+        import('./banner.js'),
+        import('./config.js'),
+        import('./db/uri.js'),
+        import('./logger.js'),
+        import('./seed/demo-data.js'),
+        import('./service.js'),
+      ]);
     const config = loadConfig();
     const logger = createLogger(config);
     const service = await startService(config, logger);
@@ -31,15 +35,17 @@ await runCommand({
       logger.info('stopped');
     });
     const database = service.embeddedUri ? 'embedded engine (in memory, in this process)' : describeMongodbUri(config.mongodbUri!);
+    // Credentials never reach a log line: the demo token is on the banner only, for the person who started it.
     logger.info(
       {
         url: service.url,
+        host: config.host,
         database,
         deployment: config.deployment,
         playground: config.playground,
-        subscriptions: subscriptionsLine(service),
+        subscriptions: subscriptionDoors(service),
         traces: config.tracing?.protocol ?? 'off',
-        demoToken: service.demoToken,
+        demoUser: service.demoToken === undefined ? undefined : DEMO_USER_ID,
       },
       'listening',
     );
@@ -49,45 +55,3 @@ await runCommand({
     process.stderr.write(banner(config, service, database));
   },
 });
-
-/** For the person who started it, on stderr: stdout holds only JSON log lines. */
-function banner(config: Config, service: RunningService, database: string): string {
-  const { url, demoToken } = service;
-  const lines = [
-    '',
-    `chat-gateway listening on ${url} (deployment: ${config.deployment}${config.production ? ', production' : ''})`,
-    `  GraphQL           ${url}/graphql${config.playground ? '  (playground: open it in a browser)' : ''}`,
-    `  REST              ${url}${legacyRoutes.map((route) => route.path).join(', ')}` +
-      (config.restBasePath ? ` (also under ${config.restBasePath})` : '') +
-      (config.deployment === 'official' ? '' : ' (buy and package: not available on community)'),
-    `  OpenAPI           ${url}/openapi.json`,
-    `  health, metrics   ${url}/healthz, /readyz, /metrics${config.metricsToken ? ' (with the bearer METRICS_TOKEN)' : ''}`,
-    `  database          ${database}`,
-    `  subscriptions     ${subscriptionsLine(service)}`,
-  ];
-  if (config.tracing)
-    lines.push(`  traces            OpenTelemetry over OTLP/HTTP (${config.tracing.protocol}), to the OTEL_EXPORTER_OTLP_* endpoint`);
-  if (service.embeddedUri) lines.push('                    data is LOST when the process exits; set MONGODB_URI for a lasting database');
-  if (!demoToken && !config.jwtSecret) {
-    lines.push('', 'Tokens are signed with a secret made for this process: set JWT_SECRET to sign your own (npm run token).');
-  }
-  if (demoToken) {
-    lines.push(
-      '',
-      `Access token for demo user ${DEMO_USER_ID}${config.jwtSecret ? '' : ' (random signing secret: set JWT_SECRET to keep tokens valid across restarts)'}:`,
-      `  ${demoToken}`,
-      'Try:',
-      `  curl -H 'Authorization: Bearer ${demoToken}' ${url}/conversation/list`,
-      `  curl -H 'Authorization: Bearer ${demoToken}' -H 'Content-Type: application/json' \\`,
-      `       -d '{"query":"{ quota conversations(first: 2) { nodes { id number name } } }"}' ${url}/graphql`,
-    );
-  }
-  return `${lines.join('\n')}\n\n`;
-}
-
-/** Where subscriptions are served, or why they are not. */
-function subscriptionsLine({ url, subscriptions }: RunningService): string {
-  return subscriptions.available
-    ? `${url.replace(/^http/, 'ws')}/graphql (WebSocket, graphql-transport-ws)`
-    : `NOT available: ${subscriptions.reason}; everything else works`;
-}

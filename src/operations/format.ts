@@ -22,11 +22,17 @@ const INVALID_DOCUMENT_MESSAGE = 'the operation is not valid (the reason is show
 export class ErrorFormat {
   constructor(private readonly production: boolean) {}
 
-  /** Apollo Server's `formatError`: one formatted error, masked when internal in production. */
-  readonly formatError = (formatted: GraphQLFormattedError): GraphQLFormattedError =>
-    !this.production || codeOf(formatted) !== INTERNAL_CODE
-      ? formatted
-      : { message: INTERNAL_MESSAGE, ...(formatted.path && { path: formatted.path }), extensions: { code: INTERNAL_CODE } };
+  /**
+   * Apollo Server's `formatError`: one formatted error, masked when internal in production.
+   * Outside production Apollo Server gives every error its stack (`extensions.stacktrace`); only
+   * an internal error keeps it: a client's own mistake (a syntax error, a bad argument, missing
+   * credentials) is told by its message and code, and its stack would show only the server's code.
+   */
+  readonly formatError = (formatted: GraphQLFormattedError): GraphQLFormattedError => {
+    if (codeOf(formatted) !== INTERNAL_CODE) return withoutStack(formatted);
+    if (!this.production) return formatted;
+    return { message: INTERNAL_MESSAGE, ...(formatted.path && { path: formatted.path }), extensions: { code: INTERNAL_CODE } };
+  };
 
   /** The last step over an answer's formatted errors. */
   finish(errors: readonly GraphQLFormattedError[], requestId: string): GraphQLFormattedError[] {
@@ -44,4 +50,10 @@ export class ErrorFormat {
     });
     return this.finish(formatted, requestId);
   }
+}
+
+function withoutStack(formatted: GraphQLFormattedError): GraphQLFormattedError {
+  if (formatted.extensions?.stacktrace === undefined) return formatted;
+  const { stacktrace: _stacktrace, ...extensions } = formatted.extensions;
+  return { ...formatted, extensions };
 }

@@ -26,14 +26,24 @@ export async function probeUpstream(upstream: URL, timeoutMs: number): Promise<v
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (error) {
-    const reason = (error as Error).cause instanceof Error ? ((error as Error).cause as Error).message : (error as Error).message;
-    throw new Error(`upstream ${upstream.href} did not answer within ${timeoutMs} ms (${reason})`, { cause: error });
+    throw new Error(`upstream ${upstream.href} ${noAnswer(error, timeoutMs)}`, { cause: error });
   }
   const body: unknown = await response.json().catch(() => undefined);
   if (!isGraphQLResponse(body)) {
     const hint = upstream.pathname.endsWith('/graphql') ? '' : ': is /graphql missing from the URL?';
     throw new Error(`upstream ${upstream.href} answered HTTP ${response.status} without a GraphQL response${hint}`);
   }
+}
+
+/**
+ * Why a request got no answer, as fetch reports it: a refused connection (nothing listens there)
+ * is told as such, apart from a time limit that ran out and any other failure to connect.
+ */
+function noAnswer(error: unknown, timeoutMs: number): string {
+  if (error instanceof DOMException && error.name === 'TimeoutError') return `did not answer within ${timeoutMs} ms`;
+  const cause = error instanceof Error && error.cause instanceof Error ? (error.cause as NodeJS.ErrnoException) : undefined;
+  if (cause?.code === 'ECONNREFUSED') return `refused the connection: nothing listens there (${cause.message})`;
+  return `could not be reached (${cause?.message ?? (error instanceof Error ? error.message : String(error))})`;
 }
 
 function isGraphQLResponse(body: unknown): body is GraphQLAnswer {
@@ -67,7 +77,7 @@ export function remoteRunner(upstream: URL, timeoutMs: number, confirmCaller: Pr
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {
-      throw upstreamUnavailable(`upstream ${upstream.origin} did not answer`, error);
+      throw upstreamUnavailable(`upstream ${upstream.origin} ${noAnswer(error, timeoutMs)}`, error);
     }
     if (response.status === 401) return { failure: unauthenticated() };
     let body: unknown;

@@ -134,6 +134,23 @@ describe('configuration', () => {
     ]);
   });
 
+  it('words a value outside a fixed set as it words every other problem, naming the values allowed', async () => {
+    const { code, stderr } = await runNode('dist/main.js', [], {
+      DEPLOYMENT: 'oficial',
+      LOG_LEVEL: 'loud',
+      PLAYGROUND: 'yes',
+      OTEL_SDK_DISABLED: 'no',
+    });
+    expect(code).toBe(2);
+    expect(expectProblemLines(stderr, 'chat-gateway')).toEqual([
+      'chat-gateway: DEPLOYMENT must be community or official',
+      'chat-gateway: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent',
+      'chat-gateway: PLAYGROUND must be on or off',
+      'chat-gateway: OTEL_SDK_DISABLED must be true or false',
+    ]);
+    expect(stderr).not.toMatch(/Invalid option|expected one of/);
+  });
+
   it('refuses the example JWT secret with a lasting database', async () => {
     const { code, stderr } = await runNode('dist/main.js', [], {
       MONGODB_URI: 'mongodb://127.0.0.1:1/chat',

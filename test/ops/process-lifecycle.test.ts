@@ -28,15 +28,35 @@ describe('node dist/main.js with no MONGODB_URI', () => {
   });
   afterAll(() => killIfRunning(service));
 
-  it('says on stdout, as a JSON log line, that it uses the embedded engine, and gives the demo token', () => {
+  it('says on stdout, as a JSON log line, that it uses the embedded engine, with every subscription door, and no token', () => {
     const lines = service
       .stdout()
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line) as Record<string, unknown>);
     const listening = lines.find((line) => line.msg === 'listening');
-    expect(listening).toMatchObject({ url, database: 'embedded engine (in memory, in this process)', playground: true });
-    expect(listening?.demoToken).toBe(token);
+    expect(listening).toMatchObject({ url, host: '127.0.0.1', database: 'embedded engine (in memory, in this process)', playground: true });
+    expect(listening).toMatchObject({
+      demoUser: 1,
+      subscriptions: [expect.stringMatching(/^ws:/), expect.any(String), expect.any(String)],
+    });
+    // The demo token is on the banner (stderr), for the person who started it; a log line is read by whoever reads the logs.
+    expect(token).not.toBe('');
+    expect(service.stdout()).not.toContain(token);
+    expect(service.stdout()).not.toMatch(/ey[\w-]+\.[\w-]+\.[\w-]+/);
+  });
+
+  it('names every subscription transport on its banner, and no wildcard address it is not bound to', () => {
+    const banner = service.stderr();
+    expect(banner).toContain(
+      [
+        `  subscriptions     ${url.replace(/^http/, 'ws')}/graphql (WebSocket, graphql-transport-ws)`,
+        `                    ${url}/graphql/stream (Server-Sent Events, graphql-sse)`,
+        `                    POST ${url}/graphql with Accept: multipart/mixed;subscriptionSpec="1.0" (multipart HTTP, as Apollo Client subscribes)`,
+      ].join('\n'),
+    );
+    // HOST=127.0.0.1 here: the URL shown is all it listens on.
+    expect(banner).not.toMatch(/bound to|0\.0\.0\.0/);
   });
 
   it('prints its banner on stderr, never among the JSON lines of stdout: what is served, the database, a token for the demo user', () => {

@@ -1,4 +1,4 @@
-import { createServer } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -104,8 +104,23 @@ describe('the sidecar', () => {
     const { port } = closed.address() as { port: number };
     await new Promise((resolve) => closed.close(resolve));
     await expect(startTestSidecar(`http://127.0.0.1:${port}/graphql`, { timeoutMs: 1_000 })).rejects.toThrow(
-      `upstream http://127.0.0.1:${port}/graphql did not answer within 1000 ms (connect ECONNREFUSED 127.0.0.1:${port})`,
+      `upstream http://127.0.0.1:${port}/graphql refused the connection: nothing listens there (connect ECONNREFUSED 127.0.0.1:${port})`,
     );
+  });
+
+  it('tells an upstream that takes the request and never answers from one that refuses it', async () => {
+    const accepted: Socket[] = [];
+    const silent = createServer((socket) => void accepted.push(socket)).listen(0, '127.0.0.1');
+    await new Promise((resolve) => silent.once('listening', resolve));
+    const { port } = silent.address() as { port: number };
+    try {
+      await expect(startTestSidecar(`http://127.0.0.1:${port}/graphql`, { timeoutMs: 300 })).rejects.toThrow(
+        `upstream http://127.0.0.1:${port}/graphql did not answer within 300 ms`,
+      );
+    } finally {
+      for (const socket of accepted) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 });
 
@@ -142,6 +157,18 @@ describe('npm run sidecar', () => {
     } finally {
       taken.close();
     }
+  });
+
+  it('reports an upstream that refuses the connection as a refusal, in one line, at once', async () => {
+    const closed = createServer().listen(0, '127.0.0.1');
+    await new Promise((resolve) => closed.once('listening', resolve));
+    const { port } = closed.address() as { port: number };
+    await new Promise((resolve) => closed.close(resolve));
+    const process = spawnNode('dist/cli/sidecar.js', ['--upstream', `http://127.0.0.1:${port}/graphql`, '--port', '0']);
+    expect(await process.exited).toEqual({ code: 1, signal: null });
+    expect(process.stderr()).toBe(
+      `sidecar: upstream http://127.0.0.1:${port}/graphql refused the connection: nothing listens there (connect ECONNREFUSED 127.0.0.1:${port})\n`,
+    );
   });
 
   it('refuses an upstream URL without /graphql in one line', async () => {

@@ -69,6 +69,25 @@ describe('an internal error in production', () => {
   });
 });
 
+describe('outside production', () => {
+  it('carries no stack on a client’s own mistake: a syntax error, an unknown field, a bad argument, missing credentials', async () => {
+    const mistakes = await Promise.all([
+      postGraphql(development.url, { query: '{ quota' }, { authorization }),
+      postGraphql(development.url, { query: '{ quot }' }, { authorization }),
+      postGraphql(development.url, { query: '{ conversation(number: "one") { id } }' }, { authorization }),
+      postGraphql(development.url, { query: '{ quota }' }),
+    ]);
+    expect(mistakes.map((answer) => json(answer).errors[0].extensions.code)).toEqual([
+      'GRAPHQL_PARSE_FAILED',
+      'GRAPHQL_VALIDATION_FAILED',
+      'GRAPHQL_VALIDATION_FAILED',
+      'UNAUTHENTICATED',
+    ]);
+    expect(json(mistakes[0]!).errors[0].message).toMatch(/^Syntax Error: Expected Name, found <EOF>\.$/);
+    for (const answer of mistakes) expect(answer.text).not.toMatch(/stacktrace|\bat \w|\.ts:\d|\.js:\d/);
+  });
+});
+
 describe('what production does not tell', () => {
   it('refuses introspection', async () => {
     const answer = await postGraphql(production.url, { query: '{ __schema { types { name } } }' }, { authorization });
