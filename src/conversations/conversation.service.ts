@@ -6,7 +6,7 @@ import { writtenBytes } from '../operations/written-bytes.js';
 import { type Outcome, userErrors } from '../shared/user-error.js';
 import type { ConversationRecord, MessageRecord } from './conversation.model.js';
 import type { ConversationStore, NumberRange } from './conversation.store.js';
-import { conversationNameProblem } from './conversation-name.js';
+import { newConversationNameProblem } from './conversation-name.js';
 
 /** Which page of the caller's conversations (newest first) a connection's arguments ask for. */
 export interface PageRequest {
@@ -155,9 +155,9 @@ export class ConversationService {
     return { ok: true, deleted: { userId: this.userId, number } };
   }
 
-  /** The name is stored exactly as given, once it passes `conversationNameProblem`; `number` as in `delete`. */
+  /** The name is stored exactly as given, once it passes `newConversationNameProblem`; `number` as in `delete`. */
   async rename(number: number | null, name: string): Promise<RenameOutcome> {
-    if (conversationNameProblem(name) !== null) return { ok: false, error: userErrors.invalidName };
+    if (newConversationNameProblem(name) !== null) return { ok: false, error: userErrors.invalidName };
     if (number === null) return { ok: false, error: userErrors.conversationNotFound };
     const conversation = await this.store.rename(this.userId, number, name);
     if (conversation === null) return { ok: false, error: userErrors.conversationNotFound };
