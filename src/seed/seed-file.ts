@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 
-import { type ParseError, ParseErrorCode, parseTree, printParseErrorCode } from 'jsonc-parser';
+import { type ParseError, parseTree, printParseErrorCode } from 'jsonc-parser';
 import { z } from 'zod';
 
 import type { AccountStore } from '../accounts/account.store.js';
@@ -279,29 +279,30 @@ function syntaxError(message: string, text: string): string {
   const before = text.slice(0, first.offset);
   const line = before.split('\n').length;
   const column = before.length - before.lastIndexOf('\n');
-  const what = SYNTAX_ERRORS[first.error] ?? printParseErrorCode(first.error);
+  const code = printParseErrorCode(first.error);
+  const what = SYNTAX_ERRORS[code] ?? code;
   const atTheEnd = text.slice(first.offset).trim() === '';
   return `${atTheEnd ? `unexpected end of input: ${what}` : what} (line ${line}, column ${column})`;
 }
 
-/** jsonc-parser's error codes in words. */
-const SYNTAX_ERRORS: Partial<Record<ParseErrorCode, string>> = {
-  [ParseErrorCode.InvalidSymbol]: 'unexpected character',
-  [ParseErrorCode.InvalidNumberFormat]: 'not a number',
-  [ParseErrorCode.PropertyNameExpected]: 'expected a property name in double quotes',
-  [ParseErrorCode.ValueExpected]: 'expected a value',
-  [ParseErrorCode.ColonExpected]: "expected ':'",
-  [ParseErrorCode.CommaExpected]: "expected ','",
-  [ParseErrorCode.CloseBraceExpected]: "expected ',' or '}'",
-  [ParseErrorCode.CloseBracketExpected]: "expected ',' or ']'",
-  [ParseErrorCode.EndOfFileExpected]: 'expected the end of the file after the value',
-  [ParseErrorCode.InvalidCommentToken]: 'comments are not JSON',
-  [ParseErrorCode.UnexpectedEndOfComment]: 'comments are not JSON',
-  [ParseErrorCode.UnexpectedEndOfString]: 'a string not closed on its line',
-  [ParseErrorCode.UnexpectedEndOfNumber]: 'a number cut short',
-  [ParseErrorCode.InvalidUnicode]: 'a bad \\u escape',
-  [ParseErrorCode.InvalidEscapeCharacter]: 'a bad escape',
-  [ParseErrorCode.InvalidCharacter]: 'a control character inside a string (write it escaped)',
+/** jsonc-parser's error codes (by name: the enum is a `const enum`, which compiles to nothing here) in words. */
+const SYNTAX_ERRORS: Record<string, string> = {
+  InvalidSymbol: 'unexpected character',
+  InvalidNumberFormat: 'not a number',
+  PropertyNameExpected: 'expected a property name in double quotes',
+  ValueExpected: 'expected a value',
+  ColonExpected: "expected ':'",
+  CommaExpected: "expected ','",
+  CloseBraceExpected: "expected ',' or '}'",
+  CloseBracketExpected: "expected ',' or ']'",
+  EndOfFileExpected: 'expected the end of the file after the value',
+  InvalidCommentToken: 'comments are not JSON',
+  UnexpectedEndOfComment: 'comments are not JSON',
+  UnexpectedEndOfString: 'a string not closed on its line',
+  UnexpectedEndOfNumber: 'a number cut short',
+  InvalidUnicode: 'a bad \\u escape',
+  InvalidEscapeCharacter: 'a bad escape',
+  InvalidCharacter: 'a control character inside a string (write it escaped)',
 };
 
 function* batches<T>(items: readonly T[]): Generator<T[]> {
