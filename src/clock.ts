@@ -1,5 +1,6 @@
 /**
- * Time where it decides something: purchases and their sweep, and a credential's expiry ending a
+ * Time where it decides something: purchases and their sweep (a buy waiting for the purchase its
+ * key stands for, a balance read waiting for its settlement), and a credential's expiry ending a
  * WebSocket. Production uses the system's; tests pass one they move by hand, so that hours of
  * re-checks run in milliseconds and nothing waits on a sleep.
  */
@@ -30,3 +31,26 @@ export const systemClock: Clock = {
     return () => clearTimeout(timer);
   },
 };
+
+/** Resolves `delayMs` from now on `clock`: a pause that a hand-moved clock ends when it is moved past it. */
+export function pause(clock: Clock, delayMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    clock.schedule(resolve, delayMs);
+  });
+}
+
+/**
+ * `work`'s result, or `fallback` once `delayMs` has passed on `clock` without it; the timer is
+ * cancelled as soon as either comes. The work goes on either way.
+ */
+export async function within<T>(clock: Clock, delayMs: number, work: Promise<T>, fallback: T): Promise<T> {
+  let cancel: (() => void) | undefined;
+  const giveUp = new Promise<T>((resolve) => {
+    cancel = clock.schedule(() => resolve(fallback), delayMs);
+  });
+  try {
+    return await Promise.race([work, giveUp]);
+  } finally {
+    cancel?.();
+  }
+}

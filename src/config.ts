@@ -28,7 +28,11 @@ export interface Config {
   rateLimit: number;
   /** Where rate-limit counters live: this process's memory, or the database (one budget across instances). */
   rateLimitStore: 'memory' | 'mongo';
-  /** The bytes of stored text one answer may carry; an operation asking for more is refused whole (RESPONSE_TOO_LARGE). */
+  /**
+   * The bytes of stored text one answer may carry, as written (JSON's escapes included); an operation
+   * asking for more is refused whole (RESPONSE_TOO_LARGE). The sidecar reads at most this much of its
+   * upstream's answer.
+   */
   responseMaxBytes: number;
   /** Bearer token for `/metrics`; in production `/metrics` is served only when it is set. */
   metricsToken: string | undefined;
@@ -303,6 +307,7 @@ const HTTP_VARIABLES = [
   'CORS_ORIGINS',
   'REST_BASE_PATH',
   'SHUTDOWN_DELAY_MS',
+  'RESPONSE_MAX_BYTES',
   ...TRACING_VARIABLES,
 ] as const;
 /** Every variable the service reads, for the check that `.env.example` lists them all. */
@@ -407,7 +412,6 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     },
     rateLimit: env.RATE_LIMIT,
     rateLimitStore: env.RATE_LIMIT_STORE,
-    responseMaxBytes: env.RESPONSE_MAX_BYTES,
     persistedDocuments:
       env.PERSISTED_DOCUMENTS === undefined ? undefined : { file: env.PERSISTED_DOCUMENTS, only: env.PERSISTED_DOCUMENTS_ONLY === 'true' },
     playground: env.PLAYGROUND === undefined ? !http.production : env.PLAYGROUND === 'on',
@@ -433,6 +437,7 @@ function httpSettings(env: Variables<(typeof HTTP_VARIABLES)[number]>): SidecarC
     restBasePath: env.REST_BASE_PATH,
     // Production waits for load balancers to notice the stop; elsewhere nobody is waiting.
     shutdownDelayMs: env.SHUTDOWN_DELAY_MS ?? (production ? 5_000 : 0),
+    responseMaxBytes: env.RESPONSE_MAX_BYTES,
     tracing: tracingConfig(env),
   };
 }
@@ -475,6 +480,7 @@ export type SidecarConfig = Pick<
   | 'corsOrigins'
   | 'restBasePath'
   | 'shutdownDelayMs'
+  | 'responseMaxBytes'
   | 'tracing'
 >;
 

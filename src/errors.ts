@@ -176,6 +176,12 @@ export const internal = (cause: unknown) => new Failure('internal', INTERNAL_MES
 const RETRYABLE_CODES = new Set([6, 7, 89, 91, 134, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
 /** WriteConcernTimeout: the write is applied, but its replication was not confirmed in time. */
 const WRITE_CONCERN_TIMEOUT = 64;
+/**
+ * MaxTimeMSExpired: the server stopped a command at the time limit it was given (by the driver's
+ * `timeoutMS`, or the server's default for reads), having changed nothing: a busy or lagging
+ * server, like the codes above, though the driver does not retry it.
+ */
+const MAX_TIME_MS_EXPIRED = 50;
 /** Labels by which the server (or the driver) says that the same operation may succeed if tried again. */
 const TRANSIENT_LABELS = [
   MongoErrorLabel.RetryableWriteError,
@@ -187,7 +193,7 @@ const TRANSIENT_LABELS = [
 
 /**
  * Whether an error means the database cannot be reached or cannot serve right now (an election, a
- * shutdown, a lost connection, an overloaded or lagging cluster), rather than a bug: by the driver's
+ * shutdown, a lost connection, an overloaded or lagging cluster, a read past its time limit), rather than a bug: by the driver's
  * own error classes and labels, and the codes it retries. Anything else (a programming error such
  * as 2 BadValue) is internal.
  */
@@ -204,7 +210,12 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   }
   if (!(error instanceof MongoError)) return false;
   const code = Number(error.code);
-  return TRANSIENT_LABELS.some((label) => error.hasErrorLabel(label)) || RETRYABLE_CODES.has(code) || code === WRITE_CONCERN_TIMEOUT;
+  return (
+    TRANSIENT_LABELS.some((label) => error.hasErrorLabel(label)) ||
+    RETRYABLE_CODES.has(code) ||
+    code === WRITE_CONCERN_TIMEOUT ||
+    code === MAX_TIME_MS_EXPIRED
+  );
 }
 
 /** The failure anything thrown while serving a request stands for. */

@@ -1,10 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 import type { AccountStore } from '../accounts/account.store.js';
 import { pointsToMicros } from '../accounts/points.js';
-import type { Clock } from '../clock.js';
+import { type Clock, pause, within } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { NO_TRACING, type PurchaseTracing } from '../observability/tracing.js';
 import { type DeclineReason, type PurchaseRecord, type PurchaseState, UNFINISHED_STATES } from './purchase.model.js';
@@ -265,12 +264,13 @@ export class PurchaseLifecycle {
    * holder died, or its next check is due), it is worked on here, as the sweep would.
    */
   private async awaitOutcome(purchase: PurchaseRecord): Promise<PurchaseRecord> {
-    const giveUpAt = performance.now() + this.leaseMs;
+    // One clock decides it all: the wait, its pauses, and whether the holder's lease is over.
+    const giveUpAt = this.clock.now() + this.leaseMs;
     let current = purchase;
-    for (let pause = FIRST_LOOK_MS; isUnfinished(current) && performance.now() < giveUpAt; pause = Math.min(2 * pause, LONGEST_LOOK_MS)) {
+    for (let look = FIRST_LOOK_MS; isUnfinished(current) && this.clock.now() < giveUpAt; look = Math.min(2 * look, LONGEST_LOOK_MS)) {
       if (current.nextCheckAt !== undefined && current.nextCheckAt.getTime() <= this.clock.now()) await this.settle(current.orderId);
       else if (current.state === 'pending' && current.leaseOwner === undefined) break;
-      else await sleep(pause);
+      else await pause(this.clock, Math.min(look, giveUpAt - this.clock.now()));
       current = (await this.store.find(current.orderId)) ?? current;
     }
     return current;
@@ -304,15 +304,12 @@ export class PurchaseLifecycle {
       const due = purchase.nextCheckAt !== undefined && purchase.nextCheckAt.getTime() <= now;
       return (due || this.running.has(purchase.orderId)) && (await this.settle(purchase.orderId)) === 'credited';
     });
-    let timer: NodeJS.Timeout | undefined;
-    const giveUp = new Promise<boolean>((resolve) => {
-      timer = setTimeout(resolve, SETTLE_WAIT_MS, false);
-    });
-    try {
-      return await Promise.race([Promise.all(work).then((credited) => credited.some(Boolean)), giveUp]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return within(
+      this.clock,
+      SETTLE_WAIT_MS,
+      Promise.all(work).then((credited) => credited.some(Boolean)),
+      false,
+    );
   }
 
   /**

@@ -15,8 +15,9 @@ gateway, /openapi.json, /healthz, /readyz (the upstream answers) and /metrics.
   --host H          address to listen on (default: HOST, else 0.0.0.0)
   --timeout-ms MS   how long to wait for the upstream before answering 503 (default 5000)
 Reads PORT, HOST, NODE_ENV, LOG_LEVEL, METRICS_TOKEN, TRUST_PROXY, CORS_ORIGINS, REST_BASE_PATH,
-SHUTDOWN_DELAY_MS and the OTEL_* variables (traces) as the gateway does. Exit codes: 0 stopped, 1 failed (upstream unreachable, port in use), 2 bad arguments
-or configuration.`;
+SHUTDOWN_DELAY_MS, RESPONSE_MAX_BYTES (the most of an upstream answer it reads) and the OTEL_*
+variables (traces) as the gateway does. Exit codes: 0 stopped, 1 failed (upstream unreachable,
+port in use), 2 bad arguments or configuration.`;
 
 await runCommand({
   name: 'sidecar',

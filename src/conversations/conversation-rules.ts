@@ -4,7 +4,7 @@ import { accountRules } from '../accounts/index.js';
 import { MAX_MESSAGE_ROLE_LENGTH, MAX_MODEL_NAME_LENGTH } from '../limits.js';
 import { atMost, notEmpty, positiveInt, text, typed } from '../shared/field-rules.js';
 import { storedTextProblem } from '../shared/stored-text.js';
-import { conversationNameProblem } from './conversation-name.js';
+import { storedConversationNameProblem } from './conversation-name.js';
 
 /** Its number: unique among its owner's conversations, what the REST endpoints call `id`. */
 const number = positiveInt();
@@ -25,8 +25,8 @@ export const conversationRules = {
   record: z.strictObject({
     userId: accountRules.userId,
     id: number,
-    // The rule of renaming.
-    name: text(conversationNameProblem, storedTextProblem),
+    // As stored: empty and blank names included; only renaming refuses those, as new input.
+    name: text(storedConversationNameProblem, storedTextProblem),
     model: text(storedTextProblem, atMost(MAX_MODEL_NAME_LENGTH)),
     enableWeb: z.boolean(typed('true or false')).default(false),
     messages: z.array(message).default([]),

@@ -2,10 +2,11 @@ import DataLoader from 'dataloader';
 
 import { MAX_PAGE_SIZE } from '../limits.js';
 import type { ResponseBudget } from '../operations/response-budget.js';
+import { writtenBytes } from '../operations/written-bytes.js';
 import { type Outcome, userErrors } from '../shared/user-error.js';
 import type { ConversationRecord, MessageRecord } from './conversation.model.js';
 import type { ConversationStore, NumberRange } from './conversation.store.js';
-import { conversationNameProblem } from './conversation-name.js';
+import { newConversationNameProblem } from './conversation-name.js';
 
 /** Which page of the caller's conversations (newest first) a connection's arguments ask for. */
 export interface PageRequest {
@@ -154,9 +155,9 @@ export class ConversationService {
     return { ok: true, deleted: { userId: this.userId, number } };
   }
 
-  /** The name is stored exactly as given, once it passes `conversationNameProblem`; `number` as in `delete`. */
+  /** The name is stored exactly as given, once it passes `newConversationNameProblem`; `number` as in `delete`. */
   async rename(number: number | null, name: string): Promise<RenameOutcome> {
-    if (conversationNameProblem(name) !== null) return { ok: false, error: userErrors.invalidName };
+    if (newConversationNameProblem(name) !== null) return { ok: false, error: userErrors.invalidName };
     if (number === null) return { ok: false, error: userErrors.conversationNotFound };
     const conversation = await this.store.rename(this.userId, number, name);
     if (conversation === null) return { ok: false, error: userErrors.conversationNotFound };
@@ -185,9 +186,12 @@ function rangeBetween(after: number | undefined, before: number | undefined): Nu
   return { below: after, above: beforeInside ? before : undefined };
 }
 
-/** The UTF-8 bytes of a stored string; another writer's value of another type counts as none (the answer shows it short, or as an error). */
+/**
+ * The bytes an answer writes for a stored string, JSON's escapes included; another writer's value of
+ * another type counts as none (the answer shows it short, or as an error).
+ */
 function textBytes(value: unknown): number {
-  return typeof value === 'string' ? Buffer.byteLength(value) : 0;
+  return typeof value === 'string' ? writtenBytes(value) : 0;
 }
 
 /** The stored text a conversation shows without its messages. */

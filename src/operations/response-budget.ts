@@ -2,7 +2,10 @@ import { type Failure, responseTooLarge } from '../errors.js';
 
 /**
  * What one answer (one request, or one subscription event) may carry of the stored text it shows,
- * in UTF-8 bytes: conversations' names and models, messages' roles and contents. Items are capped
+ * in the bytes it is written in (`writtenBytes`: UTF-8, and JSON's escapes, so that a control
+ * character counts six bytes and a quote two): conversations' names and models, messages' roles
+ * and contents. Every door writes the answer it is given as JSON (`/graphql`, the legacy REST
+ * endpoints, each subscription transport, the sidecar's answer from its upstream's). Items are capped
  * elsewhere (100 a page, 100 ids), but one conversation may hold up to 16 MiB and aliases repeat
  * it, so the bytes are counted too, as they are produced, before anything is serialised.
  *

@@ -1,7 +1,7 @@
 import type { GraphQLFormattedError } from 'graphql';
 
 import { credentialOf } from '../auth/credential.js';
-import { failureOfAnswer, internal, unauthenticated, upstreamUnavailable } from '../errors.js';
+import { failureOfAnswer, internal, responseTooLarge, unauthenticated, upstreamUnavailable } from '../errors.js';
 import type { CallerRequest, CallerSession, OperationRunner, RouteOutcome } from './operation-runner.js';
 import type { PreparedOperation } from './prepared-routes.js';
 
@@ -28,7 +28,8 @@ export async function probeUpstream(upstream: URL, timeoutMs: number): Promise<v
   } catch (error) {
     throw new Error(`upstream ${upstream.href} ${noAnswer(error, timeoutMs)}`, { cause: error });
   }
-  const body: unknown = await response.json().catch(() => undefined);
+  const text = await boundedText(response, PROBE_MAX_BYTES).catch(() => undefined);
+  const body: unknown = text === undefined || text === TOO_LARGE ? undefined : parsed(text);
   if (!isGraphQLResponse(body)) {
     const hint = upstream.pathname.endsWith('/graphql') ? '' : ': is /graphql missing from the URL?';
     throw new Error(`upstream ${upstream.href} answered HTTP ${response.status} without a GraphQL response${hint}`);
@@ -46,6 +47,46 @@ function noAnswer(error: unknown, timeoutMs: number): string {
   return `could not be reached (${cause?.message ?? (error instanceof Error ? error.message : String(error))})`;
 }
 
+/** What the answer to `{ __typename }` may take, at most: a few bytes, or a refusal of the missing credentials. */
+const PROBE_MAX_BYTES = 65_536;
+
+const TOO_LARGE = Symbol('too large');
+
+/**
+ * A body's text, read as it streams in, up to `maxBytes`: `TOO_LARGE` as soon as it says (in its
+ * `Content-Length`) or shows (as it arrives) that it is longer, and the rest is never read, so a
+ * request holds at most `maxBytes` of it. Rejects when the body cannot be read (cut short, timed out).
+ */
+async function boundedText(response: Response, maxBytes: number): Promise<string | typeof TOO_LARGE> {
+  const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+  if (declared > maxBytes || response.body === null) {
+    await response.body?.cancel();
+    return declared > maxBytes ? TOO_LARGE : '';
+  }
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  const reader = response.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    bytes += value.byteLength;
+    if (bytes > maxBytes) {
+      await reader.cancel();
+      return TOO_LARGE;
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks, bytes));
+}
+
+function parsed(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
 function isGraphQLResponse(body: unknown): body is GraphQLAnswer {
   return typeof body === 'object' && body !== null && ('data' in body || Array.isArray((body as { errors?: unknown }).errors));
 }
@@ -56,8 +97,12 @@ function isGraphQLResponse(body: unknown): body is GraphQLAnswer {
  * (`X-Forwarded-For`, for the gateway's per-address limit when it trusts this proxy).
  * Operations are named by their document id, which the gateway trusts even where it runs
  * only trusted documents. `confirmCaller` is the operation that checks credentials alone.
+ *
+ * An answer is read up to `maxBytes` (RESPONSE_MAX_BYTES): one longer is refused as too large, as
+ * the gateway refuses one, without reading the rest, so that the sidecar holds at most that much of
+ * an answer whatever its upstream sends.
  */
-export function remoteRunner(upstream: URL, timeoutMs: number, confirmCaller: PreparedOperation): OperationRunner {
+export function remoteRunner(upstream: URL, timeoutMs: number, maxBytes: number, confirmCaller: PreparedOperation): OperationRunner {
   async function post(
     caller: CallerRequest & { authorization: string },
     operation: PreparedOperation,
@@ -80,12 +125,14 @@ export function remoteRunner(upstream: URL, timeoutMs: number, confirmCaller: Pr
       throw upstreamUnavailable(`upstream ${upstream.origin} ${noAnswer(error, timeoutMs)}`, error);
     }
     if (response.status === 401) return { failure: unauthenticated() };
-    let body: unknown;
+    let text: string | typeof TOO_LARGE;
     try {
-      body = await response.json();
+      text = await boundedText(response, maxBytes);
     } catch (error) {
       throw upstreamUnavailable(`upstream ${upstream.origin} answered ${response.status} without a GraphQL body`, error);
     }
+    if (text === TOO_LARGE) return { failure: responseTooLarge(maxBytes) };
+    const body = parsed(text);
     if (!isGraphQLResponse(body))
       throw upstreamUnavailable(`upstream ${upstream.origin} answered ${response.status} without a GraphQL body`);
     const error = body.errors?.[0];

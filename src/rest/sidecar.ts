@@ -84,7 +84,7 @@ function sidecarApp(options: SidecarOptions, shutdown: Shutdown, metrics: Gatewa
   // The gateway limits callers itself, and its refusals are answered like local ones.
   const schema = buildSchema();
   const routes = prepareRoutes(legacyRoutes, schema);
-  const runner = remoteRunner(upstream, timeoutMs, confirmCallerOperation(schema));
+  const runner = remoteRunner(upstream, timeoutMs, options.config.responseMaxBytes, confirmCallerOperation(schema));
   app.use(...legacyEndpoints(routes, runner, { afterAuthentication: [], basePath: options.config.restBasePath }));
   app.use(noSuchPath, legacyFailures('error'));
   return app;

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 
+import { type ParseError, parseTree, printParseErrorCode } from 'jsonc-parser';
 import { z } from 'zod';
 
 import type { AccountStore } from '../accounts/account.store.js';
@@ -126,7 +127,7 @@ export async function readSeedFile(file: string): Promise<unknown> {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new SeedError([`${file}: not valid JSON: ${withLineAndColumn((error as Error).message, text)}`]);
+    throw new SeedError([`${file}: not valid JSON: ${syntaxError((error as Error).message, text)}`]);
   }
 }
 
@@ -263,15 +264,46 @@ function firstOccurrences<Key>(entries: { at: string; key: Key }[], problems: st
   return first;
 }
 
-/** JSON.parse names a position; people look for a line and a column. */
-function withLineAndColumn(message: string, text: string): string {
-  const position = /at position (\d+)/.exec(message);
-  if (position === null) return message;
-  const before = text.slice(0, Number(position[1]));
+/**
+ * What is wrong with a text that JSON.parse refused, in one line: what was expected and where, as
+ * a line and a column (counted from 1, in UTF-16 units as editors count them). JSON.parse's own
+ * message names no position for some errors (an unexpected end, some unexpected tokens) and may
+ * quote the text around it, newlines and all; jsonc-parser, in strict JSON mode, finds the first
+ * error's offset for every one.
+ */
+function syntaxError(message: string, text: string): string {
+  const errors: ParseError[] = [];
+  parseTree(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
+  const first = errors[0];
+  if (first === undefined) return message.replace(/\s*\n\s*/g, ' ');
+  const before = text.slice(0, first.offset);
   const line = before.split('\n').length;
   const column = before.length - before.lastIndexOf('\n');
-  return `${message} (line ${line}, column ${column})`;
+  const code = printParseErrorCode(first.error);
+  const what = SYNTAX_ERRORS[code] ?? code;
+  const atTheEnd = text.slice(first.offset).trim() === '';
+  return `${atTheEnd ? `unexpected end of input: ${what}` : what} (line ${line}, column ${column})`;
 }
+
+/** jsonc-parser's error codes (by name: the enum is a `const enum`, which compiles to nothing here) in words. */
+const SYNTAX_ERRORS: Record<string, string> = {
+  InvalidSymbol: 'unexpected character',
+  InvalidNumberFormat: 'not a number',
+  PropertyNameExpected: 'expected a property name in double quotes',
+  ValueExpected: 'expected a value',
+  ColonExpected: "expected ':'",
+  CommaExpected: "expected ','",
+  CloseBraceExpected: "expected ',' or '}'",
+  CloseBracketExpected: "expected ',' or ']'",
+  EndOfFileExpected: 'expected the end of the file after the value',
+  InvalidCommentToken: 'comments are not JSON',
+  UnexpectedEndOfComment: 'comments are not JSON',
+  UnexpectedEndOfString: 'a string not closed on its line',
+  UnexpectedEndOfNumber: 'a number cut short',
+  InvalidUnicode: 'a bad \\u escape',
+  InvalidEscapeCharacter: 'a bad escape',
+  InvalidCharacter: 'a control character inside a string (write it escaped)',
+};
 
 function* batches<T>(items: readonly T[]): Generator<T[]> {
   for (let at = 0; at < items.length; at += BATCH_SIZE) yield items.slice(at, at + BATCH_SIZE);

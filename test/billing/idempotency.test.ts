@@ -31,7 +31,7 @@ const clock = new ManualClock();
 const tokens = new Map<number, string>();
 const token = (userId: number): string => tokens.get(userId)!;
 
-const names = ['amy', 'ben', 'cat', 'dan', 'eve', 'fay', 'gus', 'hal', 'ida', 'jo', 'kim', 'lee', 'max', 'ned', 'oli'];
+const names = ['amy', 'ben', 'cat', 'dan', 'eve', 'fay', 'gus', 'hal', 'ida', 'jo', 'kim', 'lee', 'max', 'ned', 'oli', 'pat'];
 const users = names.map((username, index) => ({ id: index + 1, username, quota: 0 }));
 
 /** A purchase left open is checked at most hourly, so that a day passes in few checks. */
@@ -195,7 +195,10 @@ describe('buying with an idempotency key', () => {
   it('opens one purchase when buys with one key race on two instances, every one answering success', async () => {
     stub.setFaults({ delayMs: 300 });
 
-    const answers = await Promise.all(Array.from({ length: 12 }, (_, index) => buy([first, second][index % 2]!, token(8), 50, 'race')));
+    // The buys that lose the race look at the winner's purchase again after pauses on the clock: it follows real time here.
+    const answers = await clock.followingRealTime(() =>
+      Promise.all(Array.from({ length: 12 }, (_, index) => buy([first, second][index % 2]!, token(8), 50, 'race'))),
+    );
 
     expect(answers.map((answer) => answer.text)).toEqual(Array.from({ length: 12 }, () => SUCCESS));
     expect(await purchasesOf(first, 8)).toEqual([expect.objectContaining({ state: 'credited', idempotencyKey: 'race' })]);
@@ -272,6 +275,35 @@ describe('buying with an idempotency key', () => {
     expect(bought).toMatchObject({ state: 'credited', idempotencyKey: 'cut-off' });
     expect(ordersSentFor('lee')).toEqual([bought!.orderId]);
     expect(stub.wallet('lee')).toBe(91);
+  });
+
+  it('waits on the clock for a purchase another instance holds, and settles it itself once that lease is over', async () => {
+    stub.setFaults({ loseNextPaymentAnswers: 2 });
+    expect(await buy(first, token(16), 30, 'held')).toEqual({ status: 200, text: NOT_CONFIRMED });
+    stub.setFaults({});
+    const [lost] = await purchasesOf(first, 16);
+    // As if another instance had just taken it up to ask the provider, and were still at it: its lease runs 2 s more.
+    await first.models.purchases.updateOne(
+      { orderId: lost!.orderId },
+      { $set: { leaseOwner: 'another instance#1', nextCheckAt: new Date(clock.now() + 2_000) } },
+    );
+
+    const waitingBefore = clock.dueWithin(20);
+    let answered = false;
+    const retry = buy(second, token(16), 30, 'held').finally(() => {
+      answered = true;
+    });
+    // The retry finds the purchase held, and waits on the clock: its first pause, 20 ms.
+    await expect.poll(() => clock.dueWithin(20), { timeout: 10_000, interval: 5 }).toBe(waitingBefore + 1);
+    expect(answered).toBe(false);
+
+    // Past the other instance's lease, the retry settles the purchase itself, as the sweep would.
+    await clock.advance(2_000);
+    expect(await retry).toEqual({ status: 200, text: SUCCESS });
+    expect((await purchasesOf(first, 16)).map((purchase) => purchase.state)).toEqual(['credited']);
+    expect(ordersSentFor('pat')).toEqual([lost!.orderId]);
+    expect(stub.wallet('pat')).toBe(97);
+    expect(await quotaOf(second, token(16))).toBe(30);
   });
 
   it('carries the key through the REST sidecar', async () => {

@@ -157,6 +157,33 @@ describe('the settlement sweep', () => {
     expect(stub.wallet('uma')).toBe(10);
   });
 
+  it('lets a balance read wait one second on the clock for its settlement, then answers without it', async () => {
+    const { stub, clock, gateway, token } = await officialSetup('vera', 10, QUICK_SSO);
+    stub.setFaults({ down: true });
+    expect(await buy(gateway, token, 20)).toEqual({ status: 200, text: NOT_CONFIRMED });
+
+    // The provider hangs: the read's settlement of its due order is under way, and will not end soon.
+    stub.setFaults({ delayMs: 10_000 });
+    const statusCalls = callsTo(stub, '/app/payment/status');
+    const waitingBefore = clock.dueWithin(1_000);
+    let answered = false;
+    const read = quotaOf(gateway, token).finally(() => {
+      answered = true;
+    });
+    await expect
+      .poll(() => [callsTo(stub, '/app/payment/status') > statusCalls, clock.dueWithin(1_000) > waitingBefore], {
+        timeout: 10_000,
+        interval: 5,
+      })
+      .toEqual([true, true]);
+    await clock.advance(999);
+    expect(answered).toBe(false);
+
+    await clock.advance(1);
+    expect(await read).toBe(0.5);
+    stub.setFaults({});
+  });
+
   it('keeps an order the provider holds open past the horizon, flags it for review, and credits it when the provider acts', async () => {
     const { stub, clock, log, gateway, token } = await officialSetup('vera', 10, {
       SSO_TIMEOUT_MS: '200',

@@ -99,8 +99,8 @@ describe('npm run seed', () => {
         conversation(404, 1),
         { ...conversation(50, 3), messages: [{ role: '', content: 7 }] },
         conversation(50, 4, '🚀'.repeat(257)),
-        // What a rename refuses, and text that could not be stored as given.
-        conversation(50, 5, ' '),
+        // Text that could not be stored as given.
+        conversation(50, 5, 'nul \u0000 here'),
         { ...conversation(50, 6), model: 'm'.repeat(256), messages: [{ role: 'user', content: 'half of 🚀: \ud83d' }] },
         { ...conversation(50, 7), messages: [{ role: 'user', content: 'nul \u0000 here' }] },
       ],
@@ -119,7 +119,7 @@ describe('npm run seed', () => {
         'conversations[5].messages[0].role: must not be empty',
         'conversations[5].messages[0].content: must be a string',
         'conversations[6].name: must be at most 256 characters',
-        'conversations[7].name: must not be empty or blank',
+        'conversations[7].name: holds a NUL character',
         'conversations[8].model: must be at most 255 characters',
         'conversations[8].messages[0].content: holds a lone surrogate',
         'conversations[9].messages[0].content: holds a NUL character',
@@ -132,6 +132,18 @@ describe('npm run seed', () => {
       ].map((line) => `seed: ${file}: ${line}`),
     );
     expect(await snapshot()).toEqual(before);
+  });
+
+  it('takes names as stored: empty, blank and 255 characters long, as Chat Nio stores them', async () => {
+    const names = ['', ' ', '\t \n', '名'.repeat(255), '🚀'.repeat(256)];
+    const file = await seedFile('names.json', {
+      users: [{ id: 60, username: 'nameless' }],
+      conversations: names.map((name, index) => conversation(60, index + 1, name)),
+    });
+    const { code, stdout, stderr } = await seed(file);
+    expect({ code, stdout, stderr }).toEqual({ code: 0, stdout: `loaded 1 users and 5 conversations from ${file}\n`, stderr: '' });
+    const stored = await db.collection('conversations').find({ userId: 60 }).sort({ id: 1 }).toArray();
+    expect(stored.map((row) => row.name)).toEqual(names);
   });
 
   it('accepts conversations of a user already in the database, and refuses a username or API key another user holds there', async () => {
@@ -150,11 +162,21 @@ describe('npm run seed', () => {
     expect(await snapshot()).toEqual(before);
   });
 
-  it('names the file, the line and the column of a JSON syntax error', async () => {
-    const file = await seedFile('broken.json', '{\n  "users": [\n    { "id": 1, }\n  ]\n}\n');
-    const { code, stderr } = await seed(file);
-    expect(code).toBe(2);
-    expect(stderr).toMatch(new RegExp(`^seed: ${file}: not valid JSON: .*\\(line 3, column 16\\)\\n$`));
+  it('names the file, the line and the column of a JSON syntax error, in one line', async () => {
+    const cases = [
+      // A trailing comma in an object, and in an array, whose text JSON.parse quotes, newlines and all, without a position.
+      ['{\n  "users": [\n    { "id": 1, }\n  ]\n}\n', 'expected a property name in double quotes (line 3, column 16)'],
+      ['{\n  "users": [\n    { "id": 1 },\n  ],\n  "conversations": []\n}\n', 'expected a value (line 4, column 3)'],
+      // Cut short: JSON.parse names no position at all.
+      ['{\n  "users": [\n    { "id": 1 }\n', "unexpected end of input: expected ',' or ']' (line 4, column 1)"],
+      ['', 'unexpected end of input: expected a value (line 1, column 1)'],
+      ['{ "users": [], "conversations": [] } trailing', 'unexpected character (line 1, column 38)'],
+    ];
+    for (const [text, problem] of cases) {
+      const file = await seedFile('broken.json', text);
+      const { code, stdout, stderr } = await seed(file);
+      expect({ code, stdout, stderr }).toEqual({ code: 2, stdout: '', stderr: `seed: ${file}: not valid JSON: ${problem}\n` });
+    }
     const missing = await seed(join(directory, 'missing.json'));
     expect(missing.code).toBe(2);
     expect(missing.stderr).toBe(`seed: ${join(directory, 'missing.json')}: cannot be read (ENOENT)\n`);

@@ -119,14 +119,9 @@ export const CONVERSATIONS: LegacyConversation[] = [
     model: 'gpt-4o',
     leftOut: 'conversation user_id=1 conversation_id=5: data[0].content: is required',
   },
-  {
-    userId: 1,
-    id: 6,
-    name: '',
-    data: '[]',
-    model: 'claude-3-haiku',
-    leftOut: 'conversation user_id=1 conversation_id=6: conversation_name: must not be empty or blank',
-  },
+  // Chat Nio's rename stores any text, the empty string included, and it names a conversation after
+  // its first message: an empty name comes across as it is.
+  { userId: 1, id: 6, name: '', data: '[]', model: 'claude-3-haiku' },
   {
     userId: 1,
     id: 7,
@@ -144,6 +139,19 @@ export const CONVERSATIONS: LegacyConversation[] = [
     model: 'gpt-4o',
     sqliteOnly: true,
     leftOut: "conversation user_id=1 conversation_id=8: 17.0 MiB as a document, over MongoDB's limit of 16.0 MiB",
+  },
+  // Blank names, and one of 255 characters, Chat Nio's column's widest.
+  { userId: 1, id: 9, name: ' ', data: null, model: 'gpt-4o' },
+  { userId: 1, id: 10, name: '\t\u3000 ', data: goJson([{ role: 'user', content: ' ' }]), model: 'gpt-4o' },
+  { userId: 1, id: 11, name: '名'.repeat(255), data: goJson([{ role: 'user', content: '长' }]), model: 'gpt-4o' },
+  // A NULL name is not a name: listed, as Chat Nio never shows one.
+  {
+    userId: 1,
+    id: 12,
+    name: null,
+    data: null,
+    model: 'gpt-4o',
+    leftOut: 'conversation user_id=1 conversation_id=12: conversation_name: is required',
   },
   { userId: 2, id: 1, name: '周末计划', data: goJson([{ role: 'user', content: '周末去哪儿？' }]), model: 'qwen-plus' },
   {

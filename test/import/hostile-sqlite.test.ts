@@ -76,6 +76,8 @@ describe('npm run import from a hostile SQLite file: nothing altered, nothing re
     expect(await get('/conversation/list', alice)).toBe(
       '{"status":true,"message":"","data":[' +
         '{"id":13,"user_id":1,"name":"copy","message":null,"model":"gpt-4o","enable_web":false},' +
+        '{"id":9,"user_id":1,"name":"   ","message":null,"model":"gpt-4o","enable_web":false},' +
+        '{"id":8,"user_id":1,"name":"","message":null,"model":"gpt-4o","enable_web":false},' +
         '{"id":1,"user_id":1,"name":"Trip ✈️","message":null,"model":"gpt-4o","enable_web":false}]}',
     );
     expect(await get('/conversation/load?id=1', alice)).toBe(
@@ -83,7 +85,7 @@ describe('npm run import from a hostile SQLite file: nothing altered, nothing re
         '"message":[{"role":"user","content":"héllo 🚀"}],"model":"gpt-4o","enable_web":false}}',
     );
     const { body } = await graphql(gateway, '{ conversations { totalCount } }', { authorization: alice });
-    expect(body.data).toEqual({ conversations: { totalCount: 2 } });
+    expect(body.data).toEqual({ conversations: { totalCount: 4 } });
     // Every number Chat Nio gave alice stays hers, those left out included.
     expect(await gateway.models.users.findOne({ id: 1 }, { _id: 0, lastConversationId: 1 }).lean()).toEqual({ lastConversationId: 14 });
   });

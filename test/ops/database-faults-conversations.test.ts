@@ -147,6 +147,19 @@ describe.skipIf(unavailableHere !== undefined).each(['community', 'official'] as
         expect(await fired()).toBe(2);
       });
 
+      it('running past their time limit (50 MaxTimeMSExpired) answer 503 DATABASE_UNAVAILABLE, over REST and GraphQL', async () => {
+        // The server gave up on the read at the time limit it was given: not retried by the driver, and no bug.
+        await faults.failCommand({ times: 1 }, { failCommands: ['find'], namespace: namespace(), errorCode: 50 });
+        expect(await listRest()).toMatchObject(unavailableAnswer('message'));
+        expect(await fired()).toBe(1);
+        await faults.failCommand({ times: 1 }, { failCommands: ['find'], namespace: namespace(), errorCode: 50 });
+        expectDatabaseUnavailable(await listGraphql());
+        expect(await fired()).toBe(1);
+        await faults.failCommand({ times: 1 }, { failCommands: ['find'], namespace: namespace(), errorCode: 50 });
+        expect(await rest(gateway, authorization, '/conversation/load?id=1')).toMatchObject(unavailableAnswer('message'));
+        expect(await fired()).toBe(1);
+      });
+
       it('failing with a programming error (2 BadValue) answer an internal error, without its cause', async () => {
         await faults.failCommand({ times: 2 }, { failCommands: ['find'], namespace: namespace(), errorCode: 2 });
         const list = await listRest();

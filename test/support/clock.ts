@@ -32,6 +32,35 @@ export class ManualClock implements Clock {
     };
   }
 
+  /** How many timers fall due within `ms` from now: what is waiting on the clock right now. */
+  dueWithin(ms: number): number {
+    return this.timers.filter((timer) => timer.at <= this.current + ms).length;
+  }
+
+  /**
+   * `work`'s result, the clock following real time meanwhile (moved every few milliseconds by the
+   * time that passed): for work that waits on the clock without being about time, such as racing
+   * buys that look at each other's purchase until it is settled.
+   */
+  async followingRealTime<T>(work: () => Promise<T>): Promise<T> {
+    let last = performance.now();
+    let moving: Promise<void> = Promise.resolve();
+    const ticker = setInterval(() => {
+      moving = moving.then(() => {
+        const now = performance.now();
+        const elapsed = now - last;
+        last = now;
+        return this.advance(elapsed);
+      });
+    }, 5);
+    try {
+      return await work();
+    } finally {
+      clearInterval(ticker);
+      await moving;
+    }
+  }
+
   async advance(ms: number): Promise<void> {
     if (!(ms >= 0)) throw new RangeError(`a clock moves forward only, not by ${ms} ms`);
     const target = this.current + ms;
