@@ -56,6 +56,12 @@ export const SUBSCRIPTION_INBOX_CAPACITY = 100;
 /** The longest conversation name, in characters (Unicode code points), as the legacy web client's rename allowed. */
 export const MAX_CONVERSATION_NAME_LENGTH = 256;
 
+/**
+ * The longest conversation name a seed file or the import takes as stored, in characters (code
+ * points): Chat Nio's `conversation_name` column (VARCHAR(255)).
+ */
+export const MAX_STORED_CONVERSATION_NAME_LENGTH = 255;
+
 /** The longest username, in characters (code points): Chat Nio's widest text column (VARCHAR(255)); its own usernames are far shorter. */
 export const MAX_USERNAME_LENGTH = 255;
 

@@ -8,7 +8,7 @@ import type { ConversationRecord } from '../conversations/conversation.model.js'
 import { MAX_DOCUMENT_BYTES, storedBytes } from '../conversations/conversation.store.js';
 import { conversationRules } from '../conversations/index.js';
 import { InvalidInput } from '../invalid-input.js';
-import { MAX_CONVERSATION_NAME_LENGTH, MAX_CREDENTIAL_LENGTH, MAX_MODEL_NAME_LENGTH, MAX_USERNAME_LENGTH } from '../limits.js';
+import { MAX_CREDENTIAL_LENGTH, MAX_STORED_CONVERSATION_NAME_LENGTH, MAX_MODEL_NAME_LENGTH, MAX_USERNAME_LENGTH } from '../limits.js';
 import { describeIssue } from '../shared/field-rules.js';
 import { isRecord } from '../shared/is-record.js';
 import type { LegacySource, Row } from './legacy-source.js';
@@ -95,7 +95,7 @@ export function columnLimits(maxDataBytes: number): ColumnLimits {
     username: UTF8_BYTES_PER_CHARACTER * MAX_USERNAME_LENGTH,
     api_key: MAX_CREDENTIAL_LENGTH,
     type: GIFT_TYPE_BYTES,
-    conversation_name: UTF8_BYTES_PER_CHARACTER * MAX_CONVERSATION_NAME_LENGTH,
+    conversation_name: UTF8_BYTES_PER_CHARACTER * MAX_STORED_CONVERSATION_NAME_LENGTH,
     model: UTF8_BYTES_PER_CHARACTER * MAX_MODEL_NAME_LENGTH,
     data: maxDataBytes,
   };

@@ -118,7 +118,7 @@ describe('npm run seed', () => {
         'conversations[2].id: must be an integer from 1 to 2147483647',
         'conversations[5].messages[0].role: must not be empty',
         'conversations[5].messages[0].content: must be a string',
-        'conversations[6].name: must be at most 256 characters',
+        'conversations[6].name: must be at most 255 characters',
         'conversations[7].name: holds a NUL character',
         'conversations[8].model: must be at most 255 characters',
         'conversations[8].messages[0].content: holds a lone surrogate',
@@ -135,7 +135,7 @@ describe('npm run seed', () => {
   });
 
   it('takes names as stored: empty, blank and 255 characters long, as Chat Nio stores them', async () => {
-    const names = ['', ' ', '\t \n', '名'.repeat(255), '🚀'.repeat(256)];
+    const names = ['', ' ', '\t \n', '名'.repeat(255), '🚀'.repeat(255)];
     const file = await seedFile('names.json', {
       users: [{ id: 60, username: 'nameless' }],
       conversations: names.map((name, index) => conversation(60, index + 1, name)),

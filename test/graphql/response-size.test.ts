@@ -16,7 +16,7 @@ const DEFAULT_LIMIT = 32 * MiB;
 const ALICE = 1;
 /** Four conversations of 12 MiB each: together more than the default limit. */
 const BOB = 2;
-/** 100 conversations named with 256 three-byte characters each: a legacy list of 77 kB. */
+/** 100 conversations named with 255 three-byte characters each: a legacy list of 77 kB. */
 const CAROL = 3;
 
 const AUDITED = 1;
@@ -55,7 +55,7 @@ beforeAll(async () => {
       conversation(ALICE, MEDIUM, 40 * KiB),
       conversation(ALICE, 3, 1 * KiB),
       ...[1, 2, 3, 4].map((id) => conversation(BOB, id, 12 * MiB)),
-      ...Array.from({ length: 100 }, (_, index) => conversation(CAROL, index + 1, 16, '会'.repeat(256))),
+      ...Array.from({ length: 100 }, (_, index) => conversation(CAROL, index + 1, 16, '会'.repeat(255))),
     ],
   });
   small = await startTestGateway({ RESPONSE_MAX_BYTES: String(SMALL_LIMIT) }, { database: gateway.testDatabase });

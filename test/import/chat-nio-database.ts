@@ -129,7 +129,7 @@ export const CONVERSATIONS: LegacyConversation[] = [
     data: null,
     model: 'gpt-4o',
     sqliteOnly: true,
-    leftOut: 'conversation user_id=1 conversation_id=7: conversation_name: must be at most 256 characters',
+    leftOut: 'conversation user_id=1 conversation_id=7: conversation_name: must be at most 255 characters',
   },
   {
     userId: 1,
