@@ -8,7 +8,7 @@ import type { ConversationRecord } from '../conversations/conversation.model.js'
 import { MAX_DOCUMENT_BYTES, storedBytes } from '../conversations/conversation.store.js';
 import { conversationRules } from '../conversations/index.js';
 import { InvalidInput } from '../invalid-input.js';
-import { MAX_CREDENTIAL_LENGTH, MAX_STORED_CONVERSATION_NAME_LENGTH, MAX_MODEL_NAME_LENGTH, MAX_USERNAME_LENGTH } from '../limits.js';
+import { MAX_CREDENTIAL_LENGTH, MAX_MODEL_NAME_LENGTH, MAX_STORED_CONVERSATION_NAME_LENGTH, MAX_USERNAME_LENGTH } from '../limits.js';
 import { describeIssue } from '../shared/field-rules.js';
 import { isRecord } from '../shared/is-record.js';
 import type { LegacySource, Row } from './legacy-source.js';
