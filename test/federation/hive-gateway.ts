@@ -7,7 +7,8 @@ import { createGatewayRuntime } from '@graphql-hive/gateway-runtime';
 
 /**
  * Hive Gateway's runtime on a node HTTP server on 127.0.0.1, over a supergraph file, forwarding
- * the client's Authorization to every subgraph: the router a team runs, in a process of its own.
+ * the client's Authorization to every subgraph, and subscriptions to the "chat" subgraph's
+ * Server-Sent Events door: the router a team runs, in a process of its own.
  * Prints `listening on http://127.0.0.1:PORT`; SIGTERM stops it.
  *
  * node --import tsx test/federation/hive-gateway.ts --supergraph FILE
@@ -21,6 +22,8 @@ if (values.supergraph === undefined) throw new Error('--supergraph FILE is requi
 const gateway = createGatewayRuntime({
   supergraph: readFileSync(values.supergraph, 'utf8'),
   logging: false,
+  // Subscriptions go to this gateway's Server-Sent Events door (graphql-sse), not to /graphql.
+  transportEntries: { chat: { options: { subscriptions: { kind: 'http', location: '/graphql/stream' } } } },
   propagateHeaders: { fromClientToSubgraphs: ({ request }) => ({ authorization: request.headers.get('authorization') }) },
 });
 const server = createServer(gateway);

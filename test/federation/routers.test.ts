@@ -243,4 +243,27 @@ describe.each([
     expect(answer.body.data ?? null).toBeNull();
     expect(JSON.stringify(answer.body.errors)).toMatch(/Operation cost limit of 5000 exceeded, found \d+\./);
   });
+
+  it.skipIf(!_router.startsWith('Hive'))('routes a subscription to this subgraph’s Server-Sent Events door, for the caller', async () => {
+    const abort = new AbortController();
+    const response = await fetch(`${router.url}/graphql`, {
+      method: 'POST',
+      signal: abort.signal,
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: alice },
+      body: JSON.stringify({ query: 'subscription { quota }' }),
+    });
+    const events = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = '';
+    const until = async (part: string) => {
+      while (!text.includes(part)) text += (await events.read()).value ?? '';
+    };
+    try {
+      await until('data: {"data":{"quota":12.5}}');
+      await chat.models.users.updateOne({ id: 1 }, { $inc: { balanceMicros: 1_000_000 } });
+      await until('data: {"data":{"quota":13.5}}');
+    } finally {
+      abort.abort();
+      await chat.models.users.updateOne({ id: 1 }, { $inc: { balanceMicros: -1_000_000 } });
+    }
+  });
 });
