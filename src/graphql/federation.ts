@@ -1,4 +1,4 @@
-import { parse } from 'graphql';
+import { GraphQLError, parse, valueFromASTUntyped, type ValueNode } from 'graphql';
 
 import type { RequestContext } from '../context.js';
 import { fromGlobalId } from './global-id.js';
@@ -17,7 +17,23 @@ export const FEDERATION_TYPE_DEFS = parse(`
 
 /** A representation a router sends `_entities`: the entity's key fields, as this subgraph gave them. */
 interface ConversationReference {
-  id?: unknown;
+  __typename: 'Conversation';
+  id: string;
+}
+
+/**
+ * `_Any`, the type of `_entities`' representations, as this subgraph reads them: `Conversation` is
+ * its only entity, so anything but a conversation's representation is bad input, refused before
+ * anything runs (rather than an internal error from deep inside `_entities`).
+ */
+function representation(value: unknown): ConversationReference {
+  const reference = value as Partial<ConversationReference> | null;
+  if (typeof reference === 'object' && reference?.__typename === 'Conversation' && typeof reference.id === 'string') {
+    return reference as ConversationReference;
+  }
+  throw new GraphQLError(
+    'a representation must be {"__typename": "Conversation", "id": <a conversation\'s id>}, the only entity of this subgraph',
+  );
 }
 
 /**
@@ -26,9 +42,14 @@ interface ConversationReference {
  * nothing, or someone else's conversation, is null.
  */
 export const federationResolvers = {
+  _Any: {
+    parseValue: representation,
+    parseLiteral: (node: ValueNode, variables?: Parameters<typeof valueFromASTUntyped>[1]) =>
+      representation(valueFromASTUntyped(node, variables)),
+  },
   Conversation: {
     __resolveReference: ({ id }: ConversationReference, context: RequestContext) => {
-      const key = typeof id === 'string' ? fromGlobalId(id) : null;
+      const key = fromGlobalId(id);
       return key?.type === 'Conversation' ? context.conversations.find(key) : null;
     },
   },

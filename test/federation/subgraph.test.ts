@@ -102,10 +102,39 @@ describe('with FEDERATION_SUBGRAPH=true', () => {
   });
 
   it('answers null for another user’s conversation, an unknown one and an id that is not one of this API', async () => {
-    const representations = [globalId(2, 1), globalId(1, 99), 'Q29udmVyc2F0aW9uOjI6MQ', 42, null].map(representation);
+    const representations = [globalId(2, 1), globalId(1, 99), 'Q29udmVyc2F0aW9uOjI6MQ', 'not an id'].map(representation);
     const answer = await graphql(subgraph, ENTITIES, { authorization: alice, variables: { representations } });
-    expect(answer.body).toEqual({ data: { _entities: [null, null, null, null, null] } });
+    expect(answer.body).toEqual({ data: { _entities: [null, null, null, null] } });
     expect(JSON.stringify(answer.body)).not.toContain('secret');
+  });
+
+  it.each([
+    ['not an object', 42],
+    ['of a type that is no entity here', { __typename: 'Message', id: globalId(1, 1) }],
+    ['without a string id', { __typename: 'Conversation', id: 1 }],
+  ])('refuses a representation %s as bad input, before anything runs', async (_case, given) => {
+    const commands = await subgraph.commandsDuring(async () => {
+      // In variables, as routers send them (a variable that does not coerce), and written in the document (invalid).
+      for (const [query, variables, code] of [
+        [ENTITIES, { representations: [representation(globalId(1, 1)), given] }, 'BAD_USER_INPUT'],
+        [
+          `{ _entities(representations: [${JSON.stringify(given).replace(/"(\w+)":/g, '$1:')}]) { __typename } }`,
+          undefined,
+          'GRAPHQL_VALIDATION_FAILED',
+        ],
+      ] as const) {
+        const answer = await graphql(subgraph, query, { authorization: alice, variables });
+        expect(answer.status).toBe(400);
+        expect(answer.body.data).toBeUndefined();
+        expect(answer.body.errors).toEqual([
+          expect.objectContaining({
+            message: expect.stringContaining('a representation must be {"__typename": "Conversation", "id": <a conversation\'s id>}'),
+            extensions: expect.objectContaining({ code }),
+          }),
+        ]);
+      }
+    });
+    expect(commands).toEqual([]);
   });
 
   it('reads many representations in one batched database read, as nodes does', async () => {
