@@ -137,12 +137,20 @@ describe('with FEDERATION_SUBGRAPH=true', () => {
     expect(commands).toEqual([]);
   });
 
-  it('reads many representations in one batched database read, as nodes does', async () => {
+  it('reads many representations in one batched database read, through the loader node and nodes use', async () => {
     const representations = [1, 2, 3, 4, 5, 6].map((number) => representation(globalId(1, number)));
-    const query = `query($representations: [_Any!]!) { _entities(representations: $representations) { ... on Conversation { name } } }`;
-    const commands = await subgraph.commandsDuring(() =>
-      graphql(subgraph, query, { authorization: alice, variables: { representations } }),
-    );
+    const query = `query($representations: [_Any!]!, $id: ID!) {
+      _entities(representations: $representations) { ... on Conversation { name } }
+      node(id: $id) { ... on Conversation { name } }
+    }`;
+    let answer: Awaited<ReturnType<typeof graphql>> | undefined;
+    const commands = await subgraph.commandsDuring(async () => {
+      answer = await graphql(subgraph, query, { authorization: alice, variables: { representations, id: globalId(1, 5) } });
+    });
+    expect(answer?.body.data).toEqual({
+      _entities: [1, 2, 3, 4, 5, null].map((number) => (number === null ? null : { name: `Chat ${number}` })),
+      node: { name: 'Chat 5' },
+    });
     expect(commands).toEqual(['find']);
   });
 
