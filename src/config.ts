@@ -38,6 +38,8 @@ export interface Config {
   metricsToken: string | undefined;
   /** Trusted documents: the file of documents by id, and whether `/graphql` runs only those. */
   persistedDocuments: { file: string; only: boolean } | undefined;
+  /** Whether `/graphql` serves the schema as an Apollo Federation 2 subgraph (`_service`, `_entities`). */
+  federationSubgraph: boolean;
   /** Which proxies may name the client's address in `X-Forwarded-For` (for per-address rate limits and logs). */
   trustProxy: TrustProxy;
   playground: boolean;
@@ -233,6 +235,7 @@ const VARIABLES = {
   METRICS_TOKEN: optionalText,
   PERSISTED_DOCUMENTS: optionalText,
   PERSISTED_DOCUMENTS_ONLY: oneOf(['true', 'false']).default('false'),
+  FEDERATION_SUBGRAPH: oneOf(['true', 'false']).default('false'),
   TRUST_PROXY: optionalText.refine(
     (value) => value === undefined || /^(true|false|[0-9]+|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/.test(value),
     'must be true, false, a number of proxies, or a comma-separated list of addresses, subnets or loopback/uniquelocal',
@@ -414,6 +417,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     rateLimitStore: env.RATE_LIMIT_STORE,
     persistedDocuments:
       env.PERSISTED_DOCUMENTS === undefined ? undefined : { file: env.PERSISTED_DOCUMENTS, only: env.PERSISTED_DOCUMENTS_ONLY === 'true' },
+    federationSubgraph: env.FEDERATION_SUBGRAPH === 'true',
     playground: env.PLAYGROUND === undefined ? !http.production : env.PLAYGROUND === 'on',
     subscriptionCaps: {
       subscriptionsPerCaller: env.SUBSCRIPTIONS_PER_CALLER,

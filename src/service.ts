@@ -206,7 +206,9 @@ async function startGraphQL({ config, logger, options, tracing, database, domain
     sharedIn: config.rateLimitStore === 'mongo' ? database.connection.db : undefined,
   });
   const createContext = contextFactory(domains, subscriptions, config.responseMaxBytes);
-  const schema = buildSchema([domains.conversations.resolvers, domains.billing.resolvers, subscriptions.resolvers]);
+  const schema = buildSchema([domains.conversations.resolvers, domains.billing.resolvers, subscriptions.resolvers], {
+    federation: config.federationSubgraph,
+  });
   const restRoutes = prepareRoutes(options.restRoutes, schema);
   const app = expressApp(config.trustProxy);
   const httpServer = createHttpServer(app);

@@ -25,6 +25,8 @@ export interface CostModel {
 
 /** Arguments that size a connection: a page is as long as whichever of them is given. */
 const PAGE_SIZE_ARGUMENTS = ['first', 'last'];
+/** Arguments whose list the field answers item for item: `nodes(ids:)`, and a subgraph's `_entities(representations:)`. */
+const LIST_ARGUMENTS = ['ids', 'representations'];
 
 /**
  * What an operation costs, from the request's own variables:
@@ -32,8 +34,9 @@ const PAGE_SIZE_ARGUMENTS = ['first', 'last'];
  * right under a field with a `first` or `last` argument (`nodes`, `edges` of a
  * connection) is as long as the larger of them, whether given as a literal, a
  * variable or the schema's default, and `maxPageSize` long when neither is given
- * (capped at `maxPageSize`); a list field with an `ids` argument (`nodes(ids:)`)
- * is as long as that list; any other list counts as `assumedListSize`.
+ * (capped at `maxPageSize`); a list field with an `ids` argument (`nodes(ids:)`),
+ * or a subgraph's `representations` (`_entities`), is as long as that list; any
+ * other list counts as `assumedListSize`.
  * Meta fields (`__typename`, introspection) cost nothing.
  *
  * Returns null when the variables do not fit the operation: execution then
@@ -68,11 +71,12 @@ export function operationCost(
         const field = parentType.getFields()[selection.name.value];
         if (field === undefined) continue; // meta fields, and anything validation has already refused
         const sized = field.args.some((argument) => PAGE_SIZE_ARGUMENTS.includes(argument.name));
-        const listed = field.args.some((argument) => argument.name === 'ids');
+        const listed = field.args.find((argument) => LIST_ARGUMENTS.includes(argument.name))?.name;
         if ((sized || listed) && selection.arguments?.some((argument) => holdsVariable(argument.value))) readsVariables = true;
         const values = sized || listed ? getArgumentValues(field, selection, variableValues) : {};
         const size = sized ? pageSize(values, model.maxPageSize) : undefined;
-        const ownLength = listed && Array.isArray(values.ids) ? values.ids.length : undefined;
+        const list = listed === undefined ? undefined : values[listed];
+        const ownLength = Array.isArray(list) ? list.length : undefined;
         const length = isListType(getNullableType(field.type)) ? (ownLength ?? inheritedSize ?? model.assumedListSize) : 1;
         const children = selection.selectionSet ? selectionCost(selection.selectionSet, getNamedType(field.type), size) : 0;
         cost += length * (1 + children);

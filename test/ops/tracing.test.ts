@@ -30,6 +30,7 @@ let receiver: OtlpReceiver;
 let stub: SsoStub;
 let database: TestDatabase;
 let scratch: string;
+let seedFile: string;
 let gateway: GatewayProcess;
 let token: string;
 const sockets: TestSocket[] = [];
@@ -55,7 +56,7 @@ async function stopProcess(running: GatewayProcess | undefined): Promise<void> {
 beforeAll(async () => {
   [receiver, stub, database] = await Promise.all([startOtlpReceiver(), startStub({ tess: { wallet: 100 } }), startTestDatabase()]);
   scratch = await mkdtemp(join(tmpdir(), 'tracing-'));
-  const seedFile = join(scratch, 'seed.json');
+  seedFile = join(scratch, 'seed.json');
   const messages = [{ role: 'user', content: SECRET_CONTENT }];
   await writeFile(
     seedFile,
@@ -200,6 +201,34 @@ describe('traces over OTLP/HTTP, with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     expect(server).toMatchObject({ name: 'POST /graphql', parentSpanId: caller.spanId });
     expect(spans.find((span) => span.name === 'query Quota')).toMatchObject({ parentSpanId: server.spanId });
     expect((await logLineOf(response)).traceId).toBe(caller.traceId);
+  });
+
+  it('continues a router’s trace as a federation subgraph: its _entities is one operation, with its one batched read', async () => {
+    const subgraph = await startGatewayProcess({
+      SEED_FILE: seedFile,
+      FEDERATION_SUBGRAPH: 'true',
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_BSP_SCHEDULE_DELAY: '20',
+    });
+    const router = traceparent();
+    try {
+      const ids = [1, 2].map((number) => Buffer.from(`Conversation:7:${number}`).toString('base64url'));
+      const response = await fetch(`${subgraph.url}/graphql`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', traceparent: router.header },
+        body: JSON.stringify({
+          query:
+            'query Entities($representations: [_Any!]!) { _entities(representations: $representations) { ... on Conversation { name } } }',
+          variables: { representations: ids.map((id) => ({ __typename: 'Conversation', id })) },
+        }),
+      });
+      expect(await response.json()).toEqual({ data: { _entities: [{ name: 'Chat 1' }, { name: 'Chat 2' }] } });
+      const spans = await traceOf(router.traceId);
+      expect(outline(spans)).toEqual(['POST /graphql (server)', '  query Entities (internal)', '    find conversations (client)']);
+      expect(spans.find(isServerSpan)?.parentSpanId).toBe(router.spanId);
+    } finally {
+      await stopProcess(subgraph);
+    }
   });
 
   it('makes a GraphQL buy one trace whose call to the provider is a client span that sent the provider its traceparent', async () => {
