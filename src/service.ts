@@ -12,6 +12,7 @@ import { type Accounts, createAccounts } from './accounts/index.js';
 import { buildApp } from './app.js';
 import { secretKey, signAccessToken } from './auth/access-token.js';
 import { Authenticator } from './auth/authenticator.js';
+import { type ProviderKeyTimings, ProviderTokens } from './auth/provider-tokens.js';
 import { type Billing, createBilling } from './billing/index.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
@@ -65,6 +66,8 @@ export interface ServiceOptions {
    * request sends. Off otherwise, unless tracing needs them: they cost every command.
    */
   monitorDatabaseCommands?: boolean;
+  /** How often the identity provider's key set (JWT_JWKS_URL) may be fetched, and for how long; `PROVIDER_KEY_TIMINGS` unless given. */
+  providerKeyTimings?: ProviderKeyTimings;
 }
 
 export interface RunningService {
@@ -173,7 +176,9 @@ async function serve(config: Config, logger: Logger, options: Started, closers: 
   const tokenKey = secretKey(config.jwtSecret ?? randomBytes(32).toString('base64url'));
   // The demo user exists only in the demo data (CONTRACT §8): a seed file has users of its own.
   const demoToken = loadDemoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
-  const authenticator = new Authenticator(tokenKey, domains.accounts.store, clock);
+  const provider =
+    config.tokenProvider === undefined ? undefined : new ProviderTokens(config.tokenProvider, logger, options.providerKeyTimings);
+  const authenticator = new Authenticator({ secret: tokenKey, provider }, domains.accounts.store, clock);
   // Live updates: a change feed per collection, when the database has change streams; closed before the database.
   const subscriptions = await createSubscriptions({
     connection: database.connection,
