@@ -237,7 +237,14 @@ async function startGraphQL({ config, logger, options, tracing, database, domain
       metrics: subscriptions.metrics,
     },
   });
-  const apollo = createApolloServer(pipeline, { production: config.production, httpServer, plugins: options.apolloPlugins });
+  const apollo = createApolloServer(pipeline, {
+    production: config.production,
+    httpServer,
+    plugins: options.apolloPlugins,
+    automaticPersistedQueries: !options.trustedDocuments.only,
+    batchMax: config.batchMax,
+    introspectionUsers: config.introspectionUsers,
+  });
   await apollo.start();
   // Stopping Apollo Server drains the HTTP server: no new connections, in-flight requests finished (bounded).
   closers.push(() => apollo.stop());
@@ -281,6 +288,7 @@ async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startG
     logger,
     activeSpanIds: tracing.activeSpanIds,
     trustedDocuments: options.trustedDocuments,
+    batchMax: config.batchMax,
     openApi: JSON.stringify(openApiDocument(options.restRoutes, packageVersion, config.restBasePath)),
     readinessDetails: subscriptions.metrics.counts,
     corsOrigins: config.corsOrigins,
