@@ -2,8 +2,8 @@ import { ApolloClient, gql, InMemoryCache } from '@apollo/client';
 import { BatchHttpLink } from '@apollo/client/link/batch-http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
 import { json, postGraphql } from '../security/http.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
 
 const ALICE = 1;
 const BOB = 2;
