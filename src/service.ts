@@ -223,7 +223,7 @@ async function startGraphQL({ config, logger, options, tracing, database, domain
     domainMetrics: [...(domains.billing.official?.metrics ?? []), ...subscriptions.metrics.all],
   });
   closers.push(() => metrics.stop());
-  const pipeline = new OperationPipeline({
+  const pipeline: OperationPipeline = new OperationPipeline({
     schema,
     production: config.production,
     metrics: metrics.graphql,
@@ -232,7 +232,8 @@ async function startGraphQL({ config, logger, options, tracing, database, domain
     admissionChecks: [perCallerRate(rateLimits), ...(options.admissionChecks ?? [])],
     live: {
       createContext,
-      documentOf: (reference) => options.trustedDocuments.documentFor(reference),
+      // Subscriptions named by a registered persisted-query hash too: `pipeline` exists by the time one comes.
+      documentOf: (reference) => options.trustedDocuments.documentFor(reference, pipeline.documents),
       subscriptionsPerCaller: config.subscriptionCaps.subscriptionsPerCaller,
       metrics: subscriptions.metrics,
     },

@@ -59,10 +59,15 @@ export class Documents {
    * `set` has nothing left to do; an invalid text is never registered.
    */
   readonly registered = {
-    get: async (key: string): Promise<string | undefined> => this.valid.get(withoutPrefix(key))?.loc?.source.body,
+    get: async (key: string): Promise<string | undefined> => this.textOf(withoutPrefix(key)),
     set: async (): Promise<void> => {},
     delete: async (key: string): Promise<boolean> => this.valid.delete(withoutPrefix(key)),
   };
+
+  /** The text of the valid document held under `id` (its SHA-256), if it is still held. */
+  textOf(id: string): string | undefined {
+    return this.valid.get(id)?.loc?.source.body;
+  }
 
   /**
    * The parsed and validated document of `text`, or why it is refused: the token limit while parsing

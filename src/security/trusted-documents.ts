@@ -20,6 +20,12 @@ export interface DocumentReference {
   extensions?: unknown;
 }
 
+/** Documents held by the SHA-256 of their text (the pipeline's document cache), where automatic persisted queries are registered. */
+export interface RegisteredDocuments {
+  /** The text held under `id`, if it is still held. */
+  textOf(id: string): string | undefined;
+}
+
 /**
  * The documents this gateway trusts, by id: those of the `PERSISTED_DOCUMENTS` file and the REST
  * layer's own operations (so a REST sidecar can name them by id). With `only`, a request must name
@@ -52,25 +58,27 @@ export class TrustedDocuments {
    * trusted documents run, `PERSISTED_QUERY_NOT_FOUND` for an id no trusted document has. A request
    * with both a text and an id runs its text (as Apollo Client sends them after an unknown id). An
    * empty `query` is no text: graphql-ws requires the field, so a subscribe message naming a
-   * trusted document by id carries `query: ""`.
+   * trusted document by id carries `query: ""`. Without `only`, a persisted-query hash that no
+   * trusted document has names the text `registered` holds under it, if any (the subscription
+   * doors; `/graphql` leaves such a request to Apollo Server, `isAutomaticPersistedQuery`).
    */
-  documentFor(request: DocumentReference): string | undefined {
+  documentFor(request: DocumentReference, registered?: RegisteredDocuments): string | undefined {
     const carriesText = request.query !== undefined && request.query !== null && request.query !== '';
     if (carriesText && this.only) throw persistedQueryOnly();
     const id = idOf(request);
     if (carriesText || id === undefined) return (request.query ?? undefined) as string | undefined;
-    const text = this.texts.get(id);
+    const text = this.texts.get(id) ?? (this.isAutomaticPersistedQuery(request) ? registered?.textOf(id) : undefined);
     if (text === undefined) throw persistedQueryNotFound();
     return text;
   }
 
   /**
-   * Whether `/graphql` leaves the request to Apollo Server's automatic persisted queries: not
-   * with `only` (nothing is ever registered then), and only for a persisted-query hash (without a
-   * `documentId`) that names no trusted document. Apollo checks a text sent with it against the
-   * hash, registers it, and runs a hash sent alone from what it registered.
+   * Whether the request names its document as an automatic persisted query: never with `only`
+   * (nothing is ever registered then), and only by a persisted-query hash (without a `documentId`)
+   * that names no trusted document. `/graphql` leaves such a request to Apollo Server, which checks
+   * a text sent with it against the hash, registers it, and runs a hash sent alone from what it registered.
    */
-  isLeftToApollo(request: DocumentReference): boolean {
+  isAutomaticPersistedQuery(request: DocumentReference): boolean {
     if (this.only || request.documentId !== undefined) return false;
     const hash = persistedQueryHashOf(request);
     return hash !== undefined && !this.texts.has(hash);
@@ -139,7 +147,7 @@ function parsedOrNull(text: string): DocumentNode | null {
  * The `/graphql` step, after the JSON body is read: applies `documentFor` to the request (each
  * operation of a batch alike) and hands Apollo Server the text of the document it names, in the
  * POST body or GET's `query` parameter, with the id taken out. Automatic persisted queries pass
- * as they came (`isLeftToApollo`).
+ * as they came (`isAutomaticPersistedQuery`).
  */
 export function trustedDocumentsStep(trusted: TrustedDocuments): RequestHandler {
   return (request, _response, next) => {
@@ -152,7 +160,7 @@ export function trustedDocumentsStep(trusted: TrustedDocuments): RequestHandler 
       const parameters = new URLSearchParams(search);
       const extensions = jsonParameter(parameters, 'extensions');
       const reference = { query: onlyParameter(parameters, 'query'), documentId: onlyParameter(parameters, 'documentId'), extensions };
-      if (!trusted.isLeftToApollo(reference)) {
+      if (!trusted.isAutomaticPersistedQuery(reference)) {
         const text = trusted.documentFor(reference);
         if (text !== undefined) parameters.set('query', text);
         parameters.delete('documentId');
@@ -169,7 +177,7 @@ export function trustedDocumentsStep(trusted: TrustedDocuments): RequestHandler 
 
 /** One operation of a POST body, named by its text for Apollo Server. */
 function nameDocument(trusted: TrustedDocuments, body: Record<string, unknown>): void {
-  if (trusted.isLeftToApollo(body)) return;
+  if (trusted.isAutomaticPersistedQuery(body)) return;
   const text = trusted.documentFor(body);
   if (text !== undefined) body.query = text;
   delete body.documentId;

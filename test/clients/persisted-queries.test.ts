@@ -135,6 +135,48 @@ describe('automatic persisted queries (Apollo’s protocol, as its persisted-que
   });
 });
 
+describe('automatic persisted queries for subscriptions', () => {
+  /** The first event of a multipart subscription, asked for as Apollo Client's `HttpLink` asks. */
+  async function firstMultipartEvent(body: unknown): Promise<string> {
+    const controller = new AbortController();
+    const answer = await fetch(`${gateway.url}/graphql`, {
+      method: 'POST',
+      headers: {
+        authorization: alice,
+        'content-type': 'application/json',
+        accept: 'multipart/mixed;boundary="graphql";subscriptionSpec=1.0,application/json',
+      },
+      body: JSON.stringify(body),
+      signal: controller.signal,
+    });
+    const reader = answer.body!.getReader();
+    let text = '';
+    while (!/"(payload|errors)"/.test(text)) text += new TextDecoder().decode((await reader.read()).value);
+    controller.abort();
+    return text;
+  }
+
+  it('run a registered hash alone over multipart and Server-Sent Events, as the link sends it', async () => {
+    const text = 'subscription Balance { quota }';
+    const extensions = { persistedQuery: { version: 1, sha256Hash: sha256(text) } };
+    expect(await firstMultipartEvent({ extensions })).toContain('PERSISTED_QUERY_NOT_FOUND');
+    expect(await firstMultipartEvent({ query: text, extensions })).toContain('{"payload":{"data":{"quota":12.5}}}');
+    expect(await firstMultipartEvent({ extensions })).toContain('{"payload":{"data":{"quota":12.5}}}');
+    const controller = new AbortController();
+    const sse = await fetch(`${gateway.url}/graphql/stream`, {
+      method: 'POST',
+      headers: { authorization: alice, 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ query: '', extensions }),
+      signal: controller.signal,
+    });
+    const reader = sse.body!.getReader();
+    let events = '';
+    while (!events.includes('data:')) events += new TextDecoder().decode((await reader.read()).value);
+    controller.abort();
+    expect(events).toContain('data: {"data":{"quota":12.5}}');
+  });
+});
+
 describe('the store of registered texts', () => {
   it('is the document cache, bounded in bytes: the least recently used texts are let go', async () => {
     const documents = new Documents(buildSchema());
