@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { json, postGraphql } from '../security/http.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { sample, scrapeMetrics } from '../support/metrics.js';
 
 const ALICE = 1;
 const BOB = 2;
@@ -98,6 +99,19 @@ describe('batched POST /graphql (a JSON array of operations)', () => {
       { data: { quota: 12.5 } },
       { data: { conversation: { name: 'Trip plan' } } },
     ]);
+  });
+
+  it('observes each operation on its own, as if it came alone', async () => {
+    const count = async (name: string) =>
+      sample(await scrapeMetrics(gateway.url), 'graphql_operations_total', { operation_name: name, result: 'success' });
+    const before = [await count('BatchA'), await count('BatchB')];
+    const answer = await postGraphql(
+      gateway.url,
+      [{ query: 'query BatchA { quota }' }, { query: 'query BatchB { quota }' }, { query: 'query BatchA { quota }' }],
+      { authorization: alice },
+    );
+    expect(answer.status).toBe(200);
+    expect([await count('BatchA'), await count('BatchB')]).toEqual([before[0]! + 2, before[1]! + 1]);
   });
 
   it('holds each operation to every limit on its own: the refused one fails, the others run', async () => {
