@@ -21,6 +21,7 @@ import { Authenticator } from '../../src/auth/authenticator.js';
 import { ProviderTokens } from '../../src/auth/provider-tokens.js';
 import { type CapturedLog, captureLog } from '../support/captured-log.js';
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { startTestSidecar, type TestSidecar } from '../support/sidecar.js';
 
 const ISSUER = 'https://id.example.test/realms/chat';
 const AUDIENCE = 'chat-gateway';
@@ -87,6 +88,7 @@ async function quota(authorization: string): Promise<{ status: number; code?: st
 const keySet = new KeySetServer();
 let rsa: ProviderKey, ec: ProviderKey, ed: ProviderKey;
 let gateway: TestGateway;
+let sidecar: TestSidecar;
 let log: CapturedLog;
 
 beforeAll(async () => {
@@ -100,8 +102,10 @@ beforeAll(async () => {
     { logger: log.logger, providerKeyTimings: { cooldownMs: 0, timeoutMs: 2_000 } },
   );
   await gateway.seed(SEED);
+  sidecar = await startTestSidecar(`${gateway.url}/graphql`);
 });
 afterAll(async () => {
+  await sidecar?.stop();
   await gateway?.stop();
   await keySet.stop();
 });
@@ -215,6 +219,10 @@ describe('access tokens of an OpenID Connect provider (JWT_JWKS_URL)', () => {
       expect(rest.status).toBe(503);
       expect(rest.headers.get('retry-after')).not.toBeNull();
       expect(await rest.json()).toEqual({ status: false, error: expect.stringMatching(/cannot be fetched right now/) });
+      // The REST sidecar in front of the gateway answers it alike.
+      const throughSidecar = await fetch(`${sidecar.url}/conversation/list`, { headers: { authorization: unknown } });
+      expect(throughSidecar.status).toBe(503);
+      expect(await throughSidecar.json()).toEqual({ status: false, message: expect.stringMatching(/cannot be fetched right now/) });
       const closed = await new Promise<{ code: number; reason: string }>((resolve) => {
         const socket = new WebSocket(`${gateway.url.replace(/^http/, 'ws')}/graphql`, 'graphql-transport-ws');
         socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { Authorization: unknown } })));
