@@ -178,7 +178,9 @@ async function serve(config: Config, logger: Logger, options: Started, closers: 
   const demoToken = loadDemoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
   const provider =
     config.tokenProvider === undefined ? undefined : new ProviderTokens(config.tokenProvider, logger, options.providerKeyTimings);
-  const authenticator = new Authenticator({ secret: tokenKey, provider }, domains.accounts.store, clock);
+  // A real database with only a provider's key set accepts no HS256 token: nobody holds a random secret.
+  const secret = config.jwtSecret !== undefined || embedded !== undefined ? tokenKey : undefined;
+  const authenticator = new Authenticator({ secret, provider }, domains.accounts.store, clock);
   // Live updates: a change feed per collection, when the database has change streams; closed before the database.
   const subscriptions = await createSubscriptions({
     connection: database.connection,

@@ -121,6 +121,17 @@ describe('access tokens of an OpenID Connect provider (JWT_JWKS_URL)', () => {
     expect(await quota(`Bearer ${await gateway.token(ALICE)}`)).toMatchObject({ status: 200, quota: 12.5 });
   });
 
+  it('stand alone for a real database without JWT_SECRET: then no HS256 token is accepted', async () => {
+    const providerOnly = await startTestGateway({ JWT_SECRET: '', JWT_JWKS_URL: keySet.url }, { database: gateway.testDatabase });
+    try {
+      const ask = async (token: string) => (await graphql(providerOnly, '{ quota }', { authorization: `Bearer ${token}` })).status;
+      expect(await ask(await sign(rsa))).toBe(200);
+      expect(await ask(await gateway.token(ALICE))).toBe(401);
+    } finally {
+      await providerOnly.stop();
+    }
+  });
+
   it('are refused with 401 when signed with `none`, with HS256 and the public key as its secret, or with a key outside the set', async () => {
     const now = Math.floor(Date.now() / 1000);
     const unsecured = new UnsecuredJWT({ sub: String(ALICE), iss: ISSUER, aud: AUDIENCE, exp: now + 600 }).encode();
