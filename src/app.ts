@@ -7,6 +7,7 @@ import { callerOf, requireCaller } from './auth/require-caller.js';
 import type { CreateContext, RequestContext } from './context.js';
 import type { Database } from './db/database.js';
 import { methodNotAllowed } from './errors.js';
+import { batchesOfAtMost } from './http/batches.js';
 import { declaredBodyWithinLimit } from './http/body-limit.js';
 import { graphqlFailures, legacyFailures, noSuchPath } from './http/failures.js';
 import { healthRoutes, type ReadinessDetails } from './http/health.js';
@@ -19,6 +20,7 @@ import type { Logger } from './logger.js';
 import type { GatewayMetrics } from './observability/metrics.js';
 import { requestIdOf, requestLogging } from './observability/request-log.js';
 import type { SpanIds } from './observability/tracing.js';
+import { BATCH_OF_OPERATIONS } from './operations/observer.js';
 import type { OperationPipeline } from './operations/pipeline.js';
 import { type PlaygroundOptions, playgroundRouter } from './playground/playground.js';
 import { inProcessRunner } from './rest/in-process-runner.js';
@@ -42,6 +44,8 @@ export interface AppOptions {
   rateLimits: RateLimits;
   /** Which documents `/graphql` runs by id, and whether it runs any other. */
   trustedDocuments: TrustedDocuments;
+  /** The most operations one batched `POST /graphql` may carry. */
+  batchMax: number;
   restRoutes: PreparedRoute[];
   /** The OpenAPI document of `restRoutes`, as served. */
   openApi: string;
@@ -129,12 +133,15 @@ function graphqlRoutes(app: Express, options: AppOptions): void {
     credentialedGetIsPreflighted,
     declaredBodyWithinLimit,
     express.json({ limit: BODY_LIMIT_BYTES }),
+    batchesOfAtMost(options.batchMax, pipeline.admission),
     // Before the trusted-documents step, which would hand Apollo the text: the pipeline applies that rule itself.
     options.httpStreams.multipart,
     trustedDocumentsStep(options.trustedDocuments),
     expressMiddleware(apollo, {
       context: async ({ req, res }) => {
         const requestId = requestIdOf(req);
+        // A batch is no operation: each of its operations gets a context and an observation of its own (graphql/apollo.ts).
+        if (Array.isArray(req.body)) return createContext(callerOf(res), requestId, BATCH_OF_OPERATIONS);
         const observation = pipeline.observer.start('graphql', requestId);
         res.locals.operation = observation;
         return createContext(callerOf(res), requestId, observation);

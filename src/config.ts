@@ -16,6 +16,12 @@ export interface Config {
   mongodbUri: string | undefined;
   /** HS256 secret; absent only on the embedded engine (MONGODB_URI without it is refused), then random per process. */
   jwtSecret: string | undefined;
+  /** An OpenID Connect provider whose access tokens are accepted too (JWT_JWKS_URL); absent, only JWT_SECRET's. */
+  tokenProvider: TokenProviderConfig | undefined;
+  /** Users whose credentials may introspect the schema in production. */
+  introspectionUsers: number[];
+  /** The most operations one batched `POST /graphql` may carry; 1 refuses batches. */
+  batchMax: number;
   seedFile: string | undefined;
   deployment: 'community' | 'official';
   /** The external SSO provider; present exactly when `deployment` is `official`. */
@@ -88,6 +94,18 @@ const SAMPLERS = [
   'parentbased_always_off',
   'parentbased_traceidratio',
 ] as const;
+
+/** Where an OpenID Connect provider's keys are, and what its access tokens must say. */
+export interface TokenProviderConfig {
+  /** The provider's JSON Web Key Set (its discovery document's `jwks_uri`). */
+  jwksUrl: string;
+  /** When set, a token's `iss` must equal it. */
+  issuer: string | undefined;
+  /** When set, a token's `aud` must be it or contain it. */
+  audience: string | undefined;
+  /** The claim that holds the user id: a decimal integer, as a string or a number. */
+  userClaim: string;
+}
 
 export interface SsoConfig {
   url: string;
@@ -218,6 +236,23 @@ const VARIABLES = {
     if (problem !== undefined) context.addIssue({ code: 'custom', message: `is not a valid connection string: ${problem}` });
   }),
   JWT_SECRET: optionalText.refine((secret) => secret === undefined || secret.length >= 16, 'must be at least 16 characters'),
+  JWT_JWKS_URL: optionalText.refine(
+    (url) => url === undefined || (/^https?:\/\//.test(url) && URL.canParse(url)),
+    "must be an http(s) URL: the provider's jwks_uri, such as https://id.example.com/realms/chat/protocol/openid-connect/certs",
+  ),
+  JWT_ISSUER: optionalText,
+  JWT_AUDIENCE: optionalText,
+  JWT_USER_CLAIM: z.string().trim().min(1).default('sub'),
+  INTROSPECTION_USERS: z
+    .string()
+    .default('')
+    .transform((value) => entriesOf(value))
+    .refine(
+      (ids) => ids.every((id) => /^[1-9][0-9]{0,15}$/.test(id) && Number.isSafeInteger(Number(id))),
+      'must be comma-separated user ids (positive whole numbers)',
+    )
+    .transform((ids) => [...new Set(ids.map(Number))]),
+  GRAPHQL_BATCH_MAX: wholeNumber(1, 1_000).default(10),
   SEED_FILE: optionalText,
   DEPLOYMENT: oneOf(['community', 'official']).default('community'),
   SSO_URL: optionalText.refine((url) => url === undefined || URL.canParse(url), 'must be an absolute URL such as https://sso.example.com'),
@@ -376,10 +411,15 @@ function crossVariableProblems(environment: NodeJS.ProcessEnv): string[] {
       if (!environment[name]?.trim()) problems.push(`${name} is required when DEPLOYMENT=official`);
     }
   }
-  if (environment.MONGODB_URI?.trim() && !environment.JWT_SECRET?.trim()) {
+  if (environment.MONGODB_URI?.trim() && !environment.JWT_SECRET?.trim() && !environment.JWT_JWKS_URL?.trim()) {
     problems.push(
-      'JWT_SECRET is required when MONGODB_URI is set: tokens signed with a random secret would open a lasting database to whoever holds one',
+      'JWT_SECRET or JWT_JWKS_URL is required when MONGODB_URI is set: tokens signed with a random secret would open a lasting database to whoever holds one',
     );
+  }
+  for (const name of ['JWT_ISSUER', 'JWT_AUDIENCE'] as const) {
+    if (environment[name]?.trim() && !environment.JWT_JWKS_URL?.trim()) {
+      problems.push(`${name} applies to an OpenID Connect provider's tokens: set JWT_JWKS_URL too, or leave ${name} unset`);
+    }
   }
   if (environment.JWT_SECRET?.trim() === EXAMPLE_JWT_SECRET && (environment.MONGODB_URI?.trim() || isProduction(environment))) {
     problems.push('JWT_SECRET is the example value from .env.example: choose your own secret for a lasting database or production');
@@ -402,6 +442,12 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     ...http,
     mongodbUri: env.MONGODB_URI,
     jwtSecret: env.JWT_SECRET,
+    tokenProvider:
+      env.JWT_JWKS_URL === undefined
+        ? undefined
+        : { jwksUrl: env.JWT_JWKS_URL, issuer: env.JWT_ISSUER, audience: env.JWT_AUDIENCE, userClaim: env.JWT_USER_CLAIM },
+    introspectionUsers: env.INTROSPECTION_USERS,
+    batchMax: env.GRAPHQL_BATCH_MAX,
     seedFile: env.SEED_FILE,
     deployment: env.DEPLOYMENT,
     sso:

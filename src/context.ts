@@ -34,6 +34,14 @@ export class RequestContext {
     private readonly services: CallerServices,
   ) {}
 
+  /**
+   * The context of one operation of a batch: the same caller and request, and the same response
+   * budget (the batch's answer is one answer, bounded as a whole), with its own observation and services.
+   */
+  forOperation(observation: Observation): RequestContext {
+    return new RequestContext(this.caller, this.requestId, observation, this.budget, this.services);
+  }
+
   get conversations(): ConversationService {
     return (this.conversationService ??= this.services.conversations(this.caller, this.budget));
   }

@@ -50,6 +50,8 @@ const KINDS = {
   eventsLost: { code: 'EVENTS_LOST', status: 200 },
   databaseUnavailable: { code: 'DATABASE_UNAVAILABLE', status: 503, legacyText: SERVICE_UNAVAILABLE_TEXT },
   upstreamUnavailable: { code: 'UPSTREAM_UNAVAILABLE', status: 503, legacyText: SERVICE_UNAVAILABLE_TEXT },
+  // Not 401: the token may well be valid, its key cannot be fetched to check it.
+  credentialsUncheckable: { code: 'AUTHENTICATION_UNAVAILABLE', status: 503 },
   noSuchEndpoint: { code: 'NOT_FOUND', status: 404 },
   originNotAllowed: { code: 'FORBIDDEN', status: 403 },
   tooManyWebsockets: { code: 'TOO_MANY_WEBSOCKETS', status: 429 },
@@ -151,6 +153,14 @@ export const databaseUnavailable = (cause?: unknown) =>
 
 /** The remote GraphQL endpoint of a REST sidecar did not answer, or not with GraphQL. */
 export const upstreamUnavailable = (message: string, cause?: unknown) => new Failure('upstreamUnavailable', message, { cause });
+
+/** An access token whose key the identity provider's key set (JWT_JWKS_URL) cannot be fetched for right now. */
+export const credentialsUncheckable = (retryAfterSeconds: number) =>
+  new Failure(
+    'credentialsUncheckable',
+    "the identity provider's signing keys cannot be fetched right now, so this access token cannot be checked; try again later",
+    { details: { retryAfter: retryAfterSeconds }, headers: { 'Retry-After': String(retryAfterSeconds) } },
+  );
 
 export const noSuchEndpoint = (method: string, path: string) => new Failure('noSuchEndpoint', `no such endpoint: ${method} ${path}`);
 
@@ -321,6 +331,10 @@ export function failureOfAnswer(error: GraphQLFormattedError): Failure {
     }
     case KINDS.databaseUnavailable.code:
       return databaseUnavailable();
+    case KINDS.credentialsUncheckable.code: {
+      const retryAfter = Number(error.extensions?.retryAfter);
+      return credentialsUncheckable(Number.isSafeInteger(retryAfter) && retryAfter >= 1 ? retryAfter : 5);
+    }
     case KINDS.notAvailable.code:
       return notAvailable(error.message);
     case KINDS.badUserInput.code:

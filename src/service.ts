@@ -12,6 +12,7 @@ import { type Accounts, createAccounts } from './accounts/index.js';
 import { buildApp } from './app.js';
 import { secretKey, signAccessToken } from './auth/access-token.js';
 import { Authenticator } from './auth/authenticator.js';
+import { type ProviderKeyTimings, ProviderTokens } from './auth/provider-tokens.js';
 import { type Billing, createBilling } from './billing/index.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
@@ -65,6 +66,8 @@ export interface ServiceOptions {
    * request sends. Off otherwise, unless tracing needs them: they cost every command.
    */
   monitorDatabaseCommands?: boolean;
+  /** How often the identity provider's key set (JWT_JWKS_URL) may be fetched, and for how long; `PROVIDER_KEY_TIMINGS` unless given. */
+  providerKeyTimings?: ProviderKeyTimings;
 }
 
 export interface RunningService {
@@ -173,7 +176,11 @@ async function serve(config: Config, logger: Logger, options: Started, closers: 
   const tokenKey = secretKey(config.jwtSecret ?? randomBytes(32).toString('base64url'));
   // The demo user exists only in the demo data (`seed/demo-data.ts`): a seed file has users of its own.
   const demoToken = loadDemoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
-  const authenticator = new Authenticator(tokenKey, domains.accounts.store, clock);
+  const provider =
+    config.tokenProvider === undefined ? undefined : new ProviderTokens(config.tokenProvider, logger, options.providerKeyTimings);
+  // A real database with only a provider's key set accepts no HS256 token: nobody holds a random secret.
+  const secret = config.jwtSecret !== undefined || embedded !== undefined ? tokenKey : undefined;
+  const authenticator = new Authenticator({ secret, provider }, domains.accounts.store, clock);
   // Live updates: a change feed per collection, when the database has change streams; closed before the database.
   const subscriptions = await createSubscriptions({
     connection: database.connection,
@@ -220,7 +227,7 @@ async function startGraphQL({ config, logger, options, tracing, database, domain
     domainMetrics: [...(domains.billing.official?.metrics ?? []), ...subscriptions.metrics.all],
   });
   closers.push(() => metrics.stop());
-  const pipeline = new OperationPipeline({
+  const pipeline: OperationPipeline = new OperationPipeline({
     schema,
     production: config.production,
     metrics: metrics.graphql,
@@ -229,12 +236,20 @@ async function startGraphQL({ config, logger, options, tracing, database, domain
     admissionChecks: [perCallerRate(rateLimits), ...(options.admissionChecks ?? [])],
     live: {
       createContext,
-      documentOf: (reference) => options.trustedDocuments.documentFor(reference),
+      // Subscriptions named by a registered persisted-query hash too: `pipeline` exists by the time one comes.
+      documentOf: (reference) => options.trustedDocuments.documentFor(reference, pipeline.documents),
       subscriptionsPerCaller: config.subscriptionCaps.subscriptionsPerCaller,
       metrics: subscriptions.metrics,
     },
   });
-  const apollo = createApolloServer(pipeline, { production: config.production, httpServer, plugins: options.apolloPlugins });
+  const apollo = createApolloServer(pipeline, {
+    production: config.production,
+    httpServer,
+    plugins: options.apolloPlugins,
+    automaticPersistedQueries: !options.trustedDocuments.only,
+    batchMax: config.batchMax,
+    introspectionUsers: config.introspectionUsers,
+  });
   await apollo.start();
   // Stopping Apollo Server drains the HTTP server: no new connections, in-flight requests finished (bounded).
   closers.push(() => apollo.stop());
@@ -278,6 +293,7 @@ async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startG
     logger,
     activeSpanIds: tracing.activeSpanIds,
     trustedDocuments: options.trustedDocuments,
+    batchMax: config.batchMax,
     openApi: JSON.stringify(openApiDocument(options.restRoutes, packageVersion, config.restBasePath)),
     readinessDetails: subscriptions.metrics.counts,
     corsOrigins: config.corsOrigins,

@@ -2,7 +2,7 @@ import { jwtVerify, SignJWT } from 'jose';
 
 const ALGORITHM = 'HS256';
 /** Tolerated difference between our clock and the issuer's, for `exp` and `nbf`. */
-const CLOCK_TOLERANCE_SECONDS = 30;
+export const CLOCK_TOLERANCE_SECONDS = 30;
 /** A positive decimal integer with no sign, no leading zero and no padding. */
 const USER_ID_PATTERN = /^[1-9][0-9]{0,15}$/;
 
@@ -35,6 +35,20 @@ export interface VerifiedToken {
   acceptedUntil?: number;
 }
 
+/** Checks an access token's signature and claims at `now` (ms since the epoch): its user, or null when refused. */
+export type VerifyToken = (token: string, now: number) => Promise<VerifiedToken | null>;
+
+/** A user id as a token's claim gives it: a positive decimal integer, as a string (no sign, padding or leading zero) or a number. */
+export function userIdOfClaim(claim: unknown): number | null {
+  const userId = typeof claim === 'string' && USER_ID_PATTERN.test(claim) ? Number(claim) : claim;
+  return typeof userId === 'number' && Number.isSafeInteger(userId) && userId > 0 ? userId : null;
+}
+
+/** What a verified token with this user and `exp` (seconds since the epoch, if any) stands for. */
+export function verifiedToken(userId: number, exp: number | undefined): VerifiedToken {
+  return exp === undefined ? { userId } : { userId, acceptedUntil: (exp + CLOCK_TOLERANCE_SECONDS) * 1000 };
+}
+
 /**
  * The user of a valid token, or null for anything else (bad signature, other algorithm, expired,
  * bad `sub`), judged at `now` (ms since the epoch).
@@ -46,10 +60,9 @@ export async function verifyAccessToken(key: Uint8Array, token: string, now = Da
       clockTolerance: CLOCK_TOLERANCE_SECONDS,
       currentDate: new Date(now),
     });
-    if (typeof payload.sub !== 'string' || !USER_ID_PATTERN.test(payload.sub)) return null;
-    const userId = Number(payload.sub);
-    if (!Number.isSafeInteger(userId)) return null;
-    return payload.exp === undefined ? { userId } : { userId, acceptedUntil: (payload.exp + CLOCK_TOLERANCE_SECONDS) * 1000 };
+    // Our own tokens carry `sub` as a string.
+    const userId = typeof payload.sub === 'string' ? userIdOfClaim(payload.sub) : null;
+    return userId === null ? null : verifiedToken(userId, payload.exp);
   } catch {
     return null;
   }

@@ -7,10 +7,10 @@ import { LRUCache } from 'lru-cache';
 import { LIMIT_RULES, PARSE_OPTIONS } from './limits.js';
 
 /**
- * Valid documents held, most recently used kept, and the total length of their texts: clients send
- * the same few operations over and over, and each text is at most `OPERATION_LIMITS.tokens` long.
+ * Valid documents held, most recently used kept, and the total UTF-8 bytes of their texts: clients
+ * send the same few operations over and over, and each text is at most `OPERATION_LIMITS.tokens` long.
  */
-const HELD = { documents: 1_000, textCharacters: 4 * 1024 * 1024 };
+const HELD = { documents: 1_000, textBytes: 4 * 1024 * 1024 };
 
 /**
  * Refused documents held, apart from the valid ones so that a stream of different invalid texts
@@ -33,12 +33,17 @@ export function documentIdOf(text: string): string {
  * Server's `documentStore` (Apollo parses and validates with the same options and rules on a miss,
  * then stores a valid result here; it parses a refused text again each time); the REST table and
  * the pipeline's subscribe verb (every subscription door) through `document`.
+ *
+ * The same cache is where automatic persisted queries are registered (`registered`): a document
+ * is held under the SHA-256 of its text, with its text (`loc.source`), so the hash alone names
+ * it for as long as it is held. Nothing in it depends on the caller: what does (introspection,
+ * `graphql/apollo.ts`) is checked on every request.
  */
 export class Documents {
   private readonly valid = new LRUCache<string, DocumentNode>({
     max: HELD.documents,
-    maxSize: HELD.textCharacters,
-    sizeCalculation: (document) => Math.max(document.loc?.end ?? 1, 1),
+    maxSize: HELD.textBytes,
+    sizeCalculation: (document) => Math.max(Buffer.byteLength(document.loc?.source.body ?? ''), 1),
   });
   private readonly refused = new LRUCache<string, { errors: readonly GraphQLError[]; length: number }>({
     max: HELD_REFUSALS.documents,
@@ -60,6 +65,22 @@ export class Documents {
     },
     delete: async (key) => this.valid.delete(withoutPrefix(key)),
   };
+
+  /**
+   * The cache as Apollo Server's store of automatic persisted queries: the text held under a hash.
+   * Registering is storing the document, which Apollo does once it is valid (`store.set`), so
+   * `set` has nothing left to do; an invalid text is never registered.
+   */
+  readonly registered = {
+    get: async (key: string): Promise<string | undefined> => this.textOf(withoutPrefix(key)),
+    set: async (): Promise<void> => {},
+    delete: async (key: string): Promise<boolean> => this.valid.delete(withoutPrefix(key)),
+  };
+
+  /** The text of the valid document held under `id` (its SHA-256), if it is still held. */
+  textOf(id: string): string | undefined {
+    return this.valid.get(id)?.loc?.source.body;
+  }
 
   /**
    * The parsed and validated document of `text`, or why it is refused: the token limit while parsing

@@ -24,6 +24,19 @@ export interface Observation {
 }
 
 /**
+ * The observation of a batched request's shared context (Apollo Server gives every operation of a
+ * batch the context the request made): a batch is no operation, so this observes nothing, and
+ * each of its operations is observed with a context of its own (`RequestContext.forOperation`).
+ */
+export const BATCH_OF_OPERATIONS: Observation = {
+  operationName: undefined,
+  resolved: () => {},
+  executed: () => {},
+  within: (work) => work(),
+  finished: () => {},
+};
+
+/**
  * The observe stage: the one place operations are counted, timed, traced (a span each, in the
  * context the door started it in) and their unexpected errors logged (with their request and
  * operation, once), whatever the door.

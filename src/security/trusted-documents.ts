@@ -20,10 +20,21 @@ export interface DocumentReference {
   extensions?: unknown;
 }
 
+/** Documents held by the SHA-256 of their text (the pipeline's document cache), where automatic persisted queries are registered. */
+export interface RegisteredDocuments {
+  /** The text held under `id`, if it is still held. */
+  textOf(id: string): string | undefined;
+}
+
 /**
  * The documents this gateway trusts, by id: those of the `PERSISTED_DOCUMENTS` file and the REST
  * layer's own operations (so a REST sidecar can name them by id). With `only`, a request must name
  * one by id; its text is refused whatever it is.
+ *
+ * Without `only`, `/graphql` also serves Apollo's automatic persisted queries (what
+ * `createPersistedQueryLink` sends): a persisted-query hash that names no trusted document is left
+ * to Apollo Server's own protocol (`graphql/apollo.ts`), whose store of registered texts is the
+ * pipeline's one document cache.
  */
 export class TrustedDocuments {
   private constructor(
@@ -47,21 +58,38 @@ export class TrustedDocuments {
    * trusted documents run, `PERSISTED_QUERY_NOT_FOUND` for an id no trusted document has. A request
    * with both a text and an id runs its text (as Apollo Client sends them after an unknown id). An
    * empty `query` is no text: graphql-ws requires the field, so a subscribe message naming a
-   * trusted document by id carries `query: ""`.
+   * trusted document by id carries `query: ""`. Without `only`, a persisted-query hash that no
+   * trusted document has names the text `registered` holds under it, if any (the subscription
+   * doors; `/graphql` leaves such a request to Apollo Server, `isAutomaticPersistedQuery`).
    */
-  documentFor(request: DocumentReference): string | undefined {
+  documentFor(request: DocumentReference, registered?: RegisteredDocuments): string | undefined {
     const carriesText = request.query !== undefined && request.query !== null && request.query !== '';
     if (carriesText && this.only) throw persistedQueryOnly();
     const id = idOf(request);
     if (carriesText || id === undefined) return (request.query ?? undefined) as string | undefined;
-    const text = this.texts.get(id);
+    const text = this.texts.get(id) ?? (this.isAutomaticPersistedQuery(request) ? registered?.textOf(id) : undefined);
     if (text === undefined) throw persistedQueryNotFound();
     return text;
   }
+
+  /**
+   * Whether the request names its document as an automatic persisted query: never with `only`
+   * (nothing is ever registered then), and only by a persisted-query hash (without a `documentId`)
+   * that names no trusted document. `/graphql` leaves such a request to Apollo Server, which checks
+   * a text sent with it against the hash, registers it, and runs a hash sent alone from what it registered.
+   */
+  isAutomaticPersistedQuery(request: DocumentReference): boolean {
+    if (this.only || request.documentId !== undefined) return false;
+    const hash = persistedQueryHashOf(request);
+    return hash !== undefined && !this.texts.has(hash);
+  }
 }
 
-function idOf({ documentId, extensions }: DocumentReference): string | undefined {
-  if (typeof documentId === 'string') return documentId;
+function idOf(request: DocumentReference): string | undefined {
+  return typeof request.documentId === 'string' ? request.documentId : persistedQueryHashOf(request);
+}
+
+function persistedQueryHashOf({ extensions }: DocumentReference): string | undefined {
   const hash = (extensions as { persistedQuery?: { sha256Hash?: unknown } } | null | undefined)?.persistedQuery?.sha256Hash;
   return typeof hash === 'string' ? hash : undefined;
 }
@@ -116,40 +144,44 @@ function parsedOrNull(text: string): DocumentNode | null {
 }
 
 /**
- * The `/graphql` step, after the JSON body is read: applies `documentFor` to the request and
- * hands Apollo Server the text of the document it names, in the POST body or GET's `query`
- * parameter, with the id taken out (Apollo Server's own persisted queries are off).
+ * The `/graphql` step, after the JSON body is read: applies `documentFor` to the request (each
+ * operation of a batch alike) and hands Apollo Server the text of the document it names, in the
+ * POST body or GET's `query` parameter, with the id taken out. Automatic persisted queries pass
+ * as they came (`isAutomaticPersistedQuery`).
  */
 export function trustedDocumentsStep(trusted: TrustedDocuments): RequestHandler {
   return (request, _response, next) => {
     if (request.method === 'POST' && Array.isArray(request.body)) {
-      // Batches are refused by Apollo Server; where only trusted documents run, one carrying a text is refused as such.
-      for (const operation of request.body as unknown[]) if (isRecord(operation)) trusted.documentFor(operation);
+      for (const operation of request.body as unknown[]) if (isRecord(operation)) nameDocument(trusted, operation);
     } else if (request.method === 'POST' && isRecord(request.body)) {
-      const body = request.body;
-      const text = trusted.documentFor(body);
-      if (text !== undefined) body.query = text;
-      delete body.documentId;
-      if (isRecord(body.extensions)) delete body.extensions.persistedQuery;
+      nameDocument(trusted, request.body);
     } else if (request.method === 'GET') {
       const [path, search = ''] = request.url.split('?', 2) as [string, string?];
       const parameters = new URLSearchParams(search);
       const extensions = jsonParameter(parameters, 'extensions');
-      const text = trusted.documentFor({
-        query: onlyParameter(parameters, 'query'),
-        documentId: onlyParameter(parameters, 'documentId'),
-        extensions,
-      });
-      if (text !== undefined) parameters.set('query', text);
-      parameters.delete('documentId');
-      if (isRecord(extensions) && 'persistedQuery' in extensions) {
-        delete extensions.persistedQuery;
-        parameters.set('extensions', JSON.stringify(extensions));
+      const reference = { query: onlyParameter(parameters, 'query'), documentId: onlyParameter(parameters, 'documentId'), extensions };
+      if (!trusted.isAutomaticPersistedQuery(reference)) {
+        const text = trusted.documentFor(reference);
+        if (text !== undefined) parameters.set('query', text);
+        parameters.delete('documentId');
+        if (isRecord(extensions) && 'persistedQuery' in extensions) {
+          delete extensions.persistedQuery;
+          parameters.set('extensions', JSON.stringify(extensions));
+        }
+        request.url = `${path}?${parameters}`;
       }
-      request.url = `${path}?${parameters}`;
     }
     next();
   };
+}
+
+/** One operation of a POST body, named by its text for Apollo Server. */
+function nameDocument(trusted: TrustedDocuments, body: Record<string, unknown>): void {
+  if (trusted.isAutomaticPersistedQuery(body)) return;
+  const text = trusted.documentFor(body);
+  if (text !== undefined) body.query = text;
+  delete body.documentId;
+  if (isRecord(body.extensions)) delete body.extensions.persistedQuery;
 }
 
 /** A GET parameter given at most once, as Apollo Server reads `query`. */

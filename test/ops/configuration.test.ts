@@ -139,3 +139,50 @@ describe('the OTEL_* variables', () => {
     );
   });
 });
+
+describe('an OpenID Connect provider’s tokens (JWT_JWKS_URL, JWT_ISSUER, JWT_AUDIENCE, JWT_USER_CLAIM)', () => {
+  const JWKS_URL = 'https://id.example.com/realms/chat/protocol/openid-connect/certs';
+
+  it('are off unless JWT_JWKS_URL is given; the user id is in `sub` unless JWT_USER_CLAIM says otherwise', () => {
+    expect(loadConfig({}).tokenProvider).toBeUndefined();
+    expect(loadConfig({ JWT_JWKS_URL: JWKS_URL }).tokenProvider).toEqual({
+      jwksUrl: JWKS_URL,
+      issuer: undefined,
+      audience: undefined,
+      userClaim: 'sub',
+    });
+    expect(
+      loadConfig({ JWT_JWKS_URL: JWKS_URL, JWT_ISSUER: 'https://id.example.com/realms/chat', JWT_AUDIENCE: 'chat', JWT_USER_CLAIM: 'uid' })
+        .tokenProvider,
+    ).toEqual({ jwksUrl: JWKS_URL, issuer: 'https://id.example.com/realms/chat', audience: 'chat', userClaim: 'uid' });
+  });
+
+  it('stand in for JWT_SECRET with MONGODB_URI, and may be set beside it', () => {
+    const MONGODB_URI = 'mongodb://db.example.com/chat';
+    expect(() => loadConfig({ MONGODB_URI })).toThrow(/JWT_SECRET or JWT_JWKS_URL is required when MONGODB_URI is set/);
+    expect(loadConfig({ MONGODB_URI, JWT_JWKS_URL: JWKS_URL }).tokenProvider?.jwksUrl).toBe(JWKS_URL);
+    const both = loadConfig({ MONGODB_URI, JWT_JWKS_URL: JWKS_URL, JWT_SECRET: 'a-secret-of-enough-length' });
+    expect([both.jwtSecret, both.tokenProvider?.jwksUrl]).toEqual(['a-secret-of-enough-length', JWKS_URL]);
+  });
+
+  it('refuse a key set that is not an http(s) URL, and an issuer or audience without a key set', () => {
+    expect(() => loadConfig({ JWT_JWKS_URL: 'id.example.com/certs' })).toThrow(/JWT_JWKS_URL must be an http\(s\) URL/);
+    expect(() => loadConfig({ JWT_ISSUER: 'https://id.example.com' })).toThrow(/JWT_ISSUER applies to an OpenID Connect provider's tokens/);
+    expect(() => loadConfig({ JWT_AUDIENCE: 'chat' })).toThrow(/JWT_AUDIENCE applies to an OpenID Connect provider's tokens/);
+  });
+});
+
+describe('INTROSPECTION_USERS and GRAPHQL_BATCH_MAX', () => {
+  it('name no one and 10 operations unless given', () => {
+    expect([loadConfig({}).introspectionUsers, loadConfig({}).batchMax]).toEqual([[], 10]);
+    expect(loadConfig({ INTROSPECTION_USERS: ' 7, 12,7 ', GRAPHQL_BATCH_MAX: '1' })).toMatchObject({
+      introspectionUsers: [7, 12],
+      batchMax: 1,
+    });
+  });
+
+  it('refuse what is not a list of user ids, or a batch size out of range', () => {
+    expect(() => loadConfig({ INTROSPECTION_USERS: 'alice' })).toThrow(/INTROSPECTION_USERS must be comma-separated user ids/);
+    expect(() => loadConfig({ GRAPHQL_BATCH_MAX: '0' })).toThrow('GRAPHQL_BATCH_MAX must be a whole number from 1 to 1000');
+  });
+});

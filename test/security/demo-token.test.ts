@@ -17,7 +17,7 @@ describe('a gateway on a lasting database without JWT_SECRET', () => {
     const gateway = await runNode('dist/main.js', [], { MONGODB_URI: database.uri, PORT: '0', HOST: '127.0.0.1' });
     expect(gateway.code).toBe(2);
     expect(gateway.stdout).toBe('');
-    expect(gateway.stderr).toMatch(/JWT_SECRET is required when MONGODB_URI is set/);
+    expect(gateway.stderr).toMatch(/JWT_SECRET or JWT_JWKS_URL is required when MONGODB_URI is set/);
     expect(gateway.stderr).not.toMatch(/\n\s+at |listening|ey[\w-]+\.[\w-]+\./);
   });
 });

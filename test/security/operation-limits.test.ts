@@ -197,12 +197,6 @@ describe('limits on /graphql', () => {
       await expectRefused(spreads(25), 'GRAPHQL_VALIDATION_FAILED', /cost limit of 5000 exceeded, found 5025/);
     });
   });
-
-  it('refuses batched requests (a JSON array of operations)', async () => {
-    const answer = await postGraphql(gateway.url, [{ query: '{ quota }' }, { query: '{ quota }' }], { authorization });
-    expect(answer.status).toBe(400);
-    expect(answer.text).toMatch(/batching/i);
-  });
 });
 
 describe('hostile documents are refused fast', () => {

@@ -88,7 +88,7 @@ describe('a verified token is accepted until its exp, and not after, though it i
 
 describe('how many verified tokens are held', () => {
   it('never more than the bound; a token that was let go is verified again and still accepted', async () => {
-    const authenticator = new Authenticator(key, gateway.domains.accounts.store, clock, 3);
+    const authenticator = new Authenticator({ secret: key }, gateway.domains.accounts.store, clock, 3);
     const tokens = await Promise.all(Array.from({ length: 8 }, (_, index) => tokenExpiringIn(ALICE, 600, `bounded-${index}`)));
     for (const token of tokens) {
       expect(await authenticator.authenticate(`Bearer ${token}`)).toMatchObject({ userId: ALICE });
