@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { resolve } from 'node:path';
 
 import type * as MongoDriver from 'mongodb';
 import { z } from 'zod';
@@ -14,8 +15,13 @@ export interface Config {
   host: string;
   /** Real MongoDB; when absent the embedded engine is started in-process. */
   mongodbUri: string | undefined;
-  /** HS256 secret; absent only on the embedded engine (MONGODB_URI without it is refused), then random per process. */
+  /**
+   * HS256 secret; absent only on the embedded engine (MONGODB_URI without it is refused), then
+   * made once and kept in `dataDir` (random per process in memory).
+   */
   jwtSecret: string | undefined;
+  /** Where the embedded engine keeps its data (an absolute path); undefined: in memory (DATA_DIR=memory), or MONGODB_URI is set. */
+  dataDir: string | undefined;
   seedFile: string | undefined;
   deployment: 'community' | 'official';
   /** The external SSO provider; present exactly when `deployment` is `official`. */
@@ -205,6 +211,7 @@ const VARIABLES = {
     if (problem !== undefined) context.addIssue({ code: 'custom', message: `is not a valid connection string: ${problem}` });
   }),
   JWT_SECRET: optionalText.refine((secret) => secret === undefined || secret.length >= 16, 'must be at least 16 characters'),
+  DATA_DIR: z.string().trim().min(1).default('.data'),
   SEED_FILE: optionalText,
   DEPLOYMENT: z.enum(['community', 'official']).default('community'),
   SSO_URL: optionalText.refine((url) => url === undefined || URL.canParse(url), 'must be an absolute URL such as https://sso.example.com'),
@@ -387,6 +394,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     ...http,
     mongodbUri: env.MONGODB_URI,
     jwtSecret: env.JWT_SECRET,
+    dataDir: env.MONGODB_URI === undefined ? dataDirectory(env.DATA_DIR) : undefined,
     seedFile: env.SEED_FILE,
     deployment: env.DEPLOYMENT,
     sso:
@@ -441,9 +449,15 @@ function tracingConfig(env: Variables<(typeof TRACING_VARIABLES)[number]>): Trac
   };
 }
 
-/** `npm run token`: only the signing secret. */
-export function loadTokenConfig(environment: NodeJS.ProcessEnv = process.env): Pick<Config, 'jwtSecret'> {
-  return { jwtSecret: loadVariables(['JWT_SECRET'], environment).JWT_SECRET };
+/** DATA_DIR as a path from the working directory; `memory` is no directory. */
+function dataDirectory(value: string): string | undefined {
+  return value === 'memory' ? undefined : resolve(value);
+}
+
+/** `npm run token`: the signing secret, or the data directory a default `npm start` keeps one in. */
+export function loadTokenConfig(environment: NodeJS.ProcessEnv = process.env): Pick<Config, 'jwtSecret' | 'dataDir'> {
+  const env = loadVariables(['JWT_SECRET', 'DATA_DIR'], environment);
+  return { jwtSecret: env.JWT_SECRET, dataDir: dataDirectory(env.DATA_DIR) };
 }
 
 /** `npm run seed` and `npm run import`: the database they write, and the log level. */

@@ -11,7 +11,8 @@ const USAGE = `Usage: npm start   (or: node dist/main.js)
 Serves GraphQL at /graphql, the legacy REST endpoints, /openapi.json, /healthz, /readyz
 and /metrics. Configured by environment variables, also read from .env in the working
 directory (variables already set win); .env.example lists every one with its default.
-Without MONGODB_URI it runs the embedded engine in memory, with demo data and a demo token.
+Without MONGODB_URI it runs the embedded engine, keeping its data in DATA_DIR (.data),
+with demo data and a demo token in a new data directory.
 Logs are JSON lines on stdout; the banner and failures to start go to stderr.
 Stops cleanly on SIGTERM or SIGINT (SHUTDOWN_DELAY_MS). Exit codes: 0 stopped,
 1 failed (database unreachable, port in use), 2 bad configuration or seed file.`;
@@ -30,7 +31,7 @@ await runCommand({
       await service.stop();
       logger.info('stopped');
     });
-    const database = service.embeddedUri ? 'embedded engine (in memory, in this process)' : describeMongodbUri(config.mongodbUri!);
+    const database = service.embeddedUri ? embeddedDatabase(service) : describeMongodbUri(config.mongodbUri!);
     logger.info(
       {
         url: service.url,
@@ -43,7 +44,7 @@ await runCommand({
       },
       'listening',
     );
-    if (service.embeddedUri && config.production) {
+    if (service.embeddedUri && !service.dataDir && config.production) {
       logger.warn('NODE_ENV=production on the in-memory embedded engine: every write is lost when the process exits; set MONGODB_URI');
     }
     process.stderr.write(banner(config, service, database));
@@ -67,14 +68,20 @@ function banner(config: Config, service: RunningService, database: string): stri
   ];
   if (config.tracing)
     lines.push(`  traces            OpenTelemetry over OTLP/HTTP (${config.tracing.protocol}), to the OTEL_EXPORTER_OTLP_* endpoint`);
-  if (service.embeddedUri) lines.push('                    data is LOST when the process exits; set MONGODB_URI for a lasting database');
+  if (service.embeddedUri && !service.dataDir)
+    lines.push('                    data is LOST when the process exits (DATA_DIR=memory); set MONGODB_URI for a lasting database');
   if (!demoToken && !config.jwtSecret) {
-    lines.push('', 'Tokens are signed with a secret made for this process: set JWT_SECRET to sign your own (npm run token).');
+    lines.push(
+      '',
+      service.dataDir
+        ? `Tokens are signed with the secret kept in ${service.dataDir}: npm run token -- --user ID signs one here.`
+        : 'Tokens are signed with a secret made for this process: set JWT_SECRET to sign your own (npm run token).',
+    );
   }
   if (demoToken) {
     lines.push(
       '',
-      `Access token for demo user ${DEMO_USER_ID}${config.jwtSecret ? '' : ' (random signing secret: set JWT_SECRET to keep tokens valid across restarts)'}:`,
+      `Access token for demo user ${DEMO_USER_ID}${config.jwtSecret || service.dataDir ? '' : ' (random signing secret: set JWT_SECRET to keep tokens valid across restarts)'}:`,
       `  ${demoToken}`,
       'Try:',
       `  curl -H 'Authorization: Bearer ${demoToken}' ${url}/conversation/list`,
@@ -90,4 +97,9 @@ function subscriptionsLine({ url, subscriptions }: RunningService): string {
   return subscriptions.available
     ? `${url.replace(/^http/, 'ws')}/graphql (WebSocket, graphql-transport-ws)`
     : `NOT available: ${subscriptions.reason}; everything else works`;
+}
+
+/** The embedded engine, and where its data lasts. */
+function embeddedDatabase({ dataDir }: RunningService): string {
+  return dataDir ? `embedded engine (in this process), data kept in ${dataDir}` : 'embedded engine (in memory, in this process)';
 }

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
@@ -137,5 +138,16 @@ describe('the OTEL_* variables', () => {
         '  - OTEL_EXPORTER_OTLP_PROTOCOL must be http/protobuf or http/json (traces are sent over OTLP/HTTP; grpc is not offered)',
       ].join('\n'),
     );
+  });
+});
+
+describe('DATA_DIR', () => {
+  it('is .data in the working directory unless given; memory keeps the embedded engine in memory; MONGODB_URI ignores it', () => {
+    expect(loadConfig({}).dataDir).toBe(resolve('.data'));
+    expect(loadConfig({ DATA_DIR: 'var/chat' }).dataDir).toBe(resolve('var/chat'));
+    expect(loadConfig({ DATA_DIR: 'memory' }).dataDir).toBeUndefined();
+    expect(
+      loadConfig({ MONGODB_URI: 'mongodb://db.example.com/chat', JWT_SECRET: 'a-secret-of-sixteen+', DATA_DIR: '/srv/x' }).dataDir,
+    ).toBeUndefined();
   });
 });
