@@ -45,7 +45,7 @@ import { createSubscriptions, type Subscriptions } from './subscriptions/index.j
 import { packageVersion } from './version.js';
 import { startWebSocketDoor } from './websocket/websocket-server.js';
 
-const EMBEDDED_DATABASE_NAME = 'chat-gateway';
+export const EMBEDDED_DATABASE_NAME = 'chat-gateway';
 
 export interface ServiceOptions {
   /** The legacy REST endpoints; `legacyRoutes` unless given. */

@@ -76,7 +76,7 @@ describe('a default npm start (DATA_DIR .data)', () => {
     expect(made.code).toBe(0);
     const token = made.stdout.trim();
     expect((await call(second.url, token, '/quota')).body).toMatchObject({ status: true, quota: 100 });
-    // A user the demo data does not hold is unknown, whoever signed the token.
+    // The demo token the restart printed is signed with the same kept secret.
     expect((await call(second.url, second.token, '/conversation/list')).status).toBe(200);
   }, 60_000);
 
