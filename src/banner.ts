@@ -5,7 +5,7 @@ import { DEMO_USER_ID } from './seed/demo-data.js';
 import type { RunningService } from './service.js';
 
 /** What the banner tells of a started service. */
-export type Banner = Pick<RunningService, 'url' | 'embeddedUri' | 'demoToken' | 'subscriptions'>;
+export type Banner = Pick<RunningService, 'url' | 'embeddedUri' | 'dataDir' | 'demoToken' | 'subscriptions'>;
 
 /** For the person who started it, on stderr: stdout holds only JSON log lines. */
 export function banner(config: Config, service: Banner, database: string): string {
@@ -27,14 +27,20 @@ export function banner(config: Config, service: Banner, database: string): strin
   ];
   if (config.tracing)
     lines.push(`  traces            OpenTelemetry over OTLP/HTTP (${config.tracing.protocol}), to the OTEL_EXPORTER_OTLP_* endpoint`);
-  if (service.embeddedUri) lines.push('                    data is LOST when the process exits; set MONGODB_URI for a lasting database');
+  if (service.embeddedUri && !service.dataDir)
+    lines.push('                    data is LOST when the process exits (DATA_DIR=memory); set MONGODB_URI for a lasting database');
   if (!demoToken && !config.jwtSecret) {
-    lines.push('', 'Tokens are signed with a secret made for this process: set JWT_SECRET to sign your own (npm run token).');
+    lines.push(
+      '',
+      service.dataDir
+        ? `Tokens are signed with the secret kept in ${service.dataDir}: npm run token -- --user ID signs one here.`
+        : 'Tokens are signed with a secret made for this process: set JWT_SECRET to sign your own (npm run token).',
+    );
   }
   if (demoToken) {
     lines.push(
       '',
-      `Access token for demo user ${DEMO_USER_ID}${config.jwtSecret ? '' : ' (random signing secret: set JWT_SECRET to keep tokens valid across restarts)'}:`,
+      `Access token for demo user ${DEMO_USER_ID}${config.jwtSecret || service.dataDir ? '' : ' (random signing secret: set JWT_SECRET to keep tokens valid across restarts)'}:`,
       `  ${demoToken}`,
       'Try:',
       `  curl -H 'Authorization: Bearer ${demoToken}' ${url}/conversation/list`,
@@ -63,4 +69,9 @@ function wildcardLine(host: string): string[] {
   return host === '0.0.0.0' || host === '::'
     ? [`  bound to          ${host}: every address of this machine, reachable from other machines (HOST=127.0.0.1 keeps it to this one)`]
     : [];
+}
+
+/** The embedded engine, and where its data lasts. */
+export function embeddedDatabase({ dataDir }: Pick<Banner, 'dataDir'>): string {
+  return dataDir ? `embedded engine (in this process), data kept in ${dataDir}` : 'embedded engine (in memory, in this process)';
 }

@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { resolve } from 'node:path';
 
 import type * as MongoDriver from 'mongodb';
 import { z } from 'zod';
@@ -14,7 +15,10 @@ export interface Config {
   host: string;
   /** Real MongoDB; when absent the embedded engine is started in-process. */
   mongodbUri: string | undefined;
-  /** HS256 secret; absent only on the embedded engine (MONGODB_URI without it is refused), then random per process. */
+  /**
+   * HS256 secret; absent only on the embedded engine (MONGODB_URI without it is refused), then
+   * made once and kept in `dataDir` (random per process in memory).
+   */
   jwtSecret: string | undefined;
   /** An OpenID Connect provider whose access tokens are accepted too (JWT_JWKS_URL); absent, only JWT_SECRET's. */
   tokenProvider: TokenProviderConfig | undefined;
@@ -22,6 +26,8 @@ export interface Config {
   introspectionUsers: number[];
   /** The most operations one batched `POST /graphql` may carry; 1 refuses batches. */
   batchMax: number;
+  /** Where the embedded engine keeps its data (an absolute path); undefined: in memory (DATA_DIR=memory), or MONGODB_URI is set. */
+  dataDir: string | undefined;
   seedFile: string | undefined;
   deployment: 'community' | 'official';
   /** The external SSO provider; present exactly when `deployment` is `official`. */
@@ -253,6 +259,7 @@ const VARIABLES = {
     )
     .transform((ids) => [...new Set(ids.map(Number))]),
   GRAPHQL_BATCH_MAX: wholeNumber(1, 1_000).default(10),
+  DATA_DIR: z.string().trim().min(1).default('.data'),
   SEED_FILE: optionalText,
   DEPLOYMENT: oneOf(['community', 'official']).default('community'),
   SSO_URL: optionalText.refine((url) => url === undefined || URL.canParse(url), 'must be an absolute URL such as https://sso.example.com'),
@@ -448,6 +455,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
         : { jwksUrl: env.JWT_JWKS_URL, issuer: env.JWT_ISSUER, audience: env.JWT_AUDIENCE, userClaim: env.JWT_USER_CLAIM },
     introspectionUsers: env.INTROSPECTION_USERS,
     batchMax: env.GRAPHQL_BATCH_MAX,
+    dataDir: env.MONGODB_URI === undefined ? dataDirectory(env.DATA_DIR) : undefined,
     seedFile: env.SEED_FILE,
     deployment: env.DEPLOYMENT,
     sso:
@@ -503,9 +511,15 @@ function tracingConfig(env: Variables<(typeof TRACING_VARIABLES)[number]>): Trac
   };
 }
 
-/** `npm run token`: only the signing secret. */
-export function loadTokenConfig(environment: NodeJS.ProcessEnv = process.env): Pick<Config, 'jwtSecret'> {
-  return { jwtSecret: loadVariables(['JWT_SECRET'], environment).JWT_SECRET };
+/** DATA_DIR as a path from the working directory; `memory` is no directory. */
+function dataDirectory(value: string): string | undefined {
+  return value === 'memory' ? undefined : resolve(value);
+}
+
+/** `npm run token`: the signing secret, or the data directory a default `npm start` keeps one in. */
+export function loadTokenConfig(environment: NodeJS.ProcessEnv = process.env): Pick<Config, 'jwtSecret' | 'dataDir'> {
+  const env = loadVariables(['JWT_SECRET', 'DATA_DIR'], environment);
+  return { jwtSecret: env.JWT_SECRET, dataDir: dataDirectory(env.DATA_DIR) };
 }
 
 /** `npm run seed` and `npm run import`: the database they write, and the log level. */

@@ -13,6 +13,7 @@ import { buildApp } from './app.js';
 import { secretKey, signAccessToken } from './auth/access-token.js';
 import { Authenticator } from './auth/authenticator.js';
 import { type ProviderKeyTimings, ProviderTokens } from './auth/provider-tokens.js';
+import { keptSecret } from './auth/kept-secret.js';
 import { type Billing, createBilling } from './billing/index.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Config } from './config.js';
@@ -45,7 +46,7 @@ import { createSubscriptions, type Subscriptions } from './subscriptions/index.j
 import { packageVersion } from './version.js';
 import { startWebSocketDoor } from './websocket/websocket-server.js';
 
-const EMBEDDED_DATABASE_NAME = 'chat-gateway';
+export const EMBEDDED_DATABASE_NAME = 'chat-gateway';
 
 export interface ServiceOptions {
   /** The legacy REST endpoints; `legacyRoutes` unless given. */
@@ -77,6 +78,8 @@ export interface RunningService {
   domains: Domains;
   /** The embedded engine's address (a Unix socket), when no MONGODB_URI was given. */
   embeddedUri: string | undefined;
+  /** Where the embedded engine keeps its data; undefined in memory, or with MONGODB_URI. */
+  dataDir: string | undefined;
   /** A token for the demo user, only while the demo data is loaded (embedded engine, no SEED_FILE). */
   demoToken: string | undefined;
   /** Whether subscriptions are served (at `ws://…/graphql`), and if not, why. */
@@ -99,13 +102,21 @@ export interface Domains {
 /**
  * The embedded engine for this process alone: on a Unix socket (0600) in a fresh directory only
  * this user can enter (0700), never on a TCP port where anyone on the machine could rewrite
- * balances. Closing it removes the directory.
+ * balances. Its data lasts in `dataDir` (in memory without one). Closing it removes the socket's
+ * directory.
  */
-async function startPrivateEngine(enableTestCommands: boolean): Promise<EmbeddedServer> {
+async function startPrivateEngine(enableTestCommands: boolean, dataDir: string | undefined): Promise<EmbeddedServer> {
   const directory = await mkdtemp(join(tmpdir(), 'chat-gateway-'));
-  const server = await startEmbeddedServer({ socketPath: join(directory, 'mongodb.sock'), enableTestCommands });
+  let server: EmbeddedServer;
+  try {
+    server = await startEmbeddedServer({ socketPath: join(directory, 'mongodb.sock'), enableTestCommands, dataDir });
+  } catch (error) {
+    await rm(directory, { recursive: true, force: true });
+    throw error;
+  }
   return {
     uri: server.uri,
+    startedEmpty: server.startedEmpty,
     async close() {
       await server.close();
       await rm(directory, { recursive: true, force: true });
@@ -155,7 +166,8 @@ async function openDatabase(config: Config, logger: Logger, options: ServiceOpti
   const tracing = await startTracing(config.tracing, { name: 'chat-gateway', version: packageVersion }, logger);
   // Last to close, so that the spans of everything else are sent.
   closers.push(() => tracing.shutdown());
-  const embedded = config.mongodbUri === undefined ? await startPrivateEngine(options.enableTestCommands ?? false) : undefined;
+  const embedded =
+    config.mongodbUri === undefined ? await startPrivateEngine(options.enableTestCommands ?? false, config.dataDir) : undefined;
   if (embedded !== undefined) closers.push(() => embedded.close());
   const monitorCommands = tracing.traceDatabaseCommands !== undefined || options.monitorDatabaseCommands === true;
   const database = await connectDatabase(config.mongodbUri ?? withDatabaseName(embedded!.uri, EMBEDDED_DATABASE_NAME), logger, {
@@ -171,11 +183,13 @@ async function serve(config: Config, logger: Logger, options: Started, closers: 
   const clock = options.clock ?? systemClock;
   const domains = createDomains(config, logger, database, clock, tracing);
   await buildIndexes(database.connection);
-  const loadDemoData = await loadData(config, logger, domains, embedded !== undefined);
+  const demoData = await loadData(config, logger, domains, embedded);
 
-  const tokenKey = secretKey(config.jwtSecret ?? randomBytes(32).toString('base64url'));
+  const tokenKey = secretKey(
+    config.jwtSecret ?? (config.dataDir ? await keptSecret(config.dataDir) : randomBytes(32).toString('base64url')),
+  );
   // The demo user exists only in the demo data (`seed/demo-data.ts`): a seed file has users of its own.
-  const demoToken = loadDemoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
+  const demoToken = demoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
   const provider =
     config.tokenProvider === undefined ? undefined : new ProviderTokens(config.tokenProvider, logger, options.providerKeyTimings);
   // A real database with only a provider's key set accepts no HS256 token: nobody holds a random secret.
@@ -200,6 +214,7 @@ async function serve(config: Config, logger: Logger, options: Started, closers: 
     database,
     domains,
     embeddedUri: embedded?.uri,
+    dataDir: embedded ? config.dataDir : undefined,
     demoToken,
     subscriptions: subscriptions.availability,
     stop: () => closers.close(),
@@ -336,8 +351,12 @@ function createDomains(config: Config, logger: Logger, database: Database, clock
   return { accounts, conversations, billing };
 }
 
-/** Loads SEED_FILE, or the demo data on the embedded engine without one; true when the demo data was loaded. */
-async function loadData(config: Config, logger: Logger, domains: Domains, onEmbeddedEngine: boolean): Promise<boolean> {
+/**
+ * Loads SEED_FILE, or the demo data on the embedded engine without one, into a new data directory
+ * only (never over data already there); true when the demo data is there (loaded now, or at the
+ * data directory's first start).
+ */
+async function loadData(config: Config, logger: Logger, domains: Domains, embedded: EmbeddedServer | undefined): Promise<boolean> {
   if (config.seedFile !== undefined) {
     const loaded = await loadSeed(domains, await readSeedFile(config.seedFile), {
       source: config.seedFile,
@@ -346,8 +365,8 @@ async function loadData(config: Config, logger: Logger, domains: Domains, onEmbe
     logger.info({ seedFile: config.seedFile, ...loaded }, 'seed file loaded');
     return false;
   }
-  if (!onEmbeddedEngine) return false;
-  await loadSeed(domains, demoData);
+  if (embedded === undefined) return false;
+  if (embedded.startedEmpty) await loadSeed(domains, demoData);
   return true;
 }
 

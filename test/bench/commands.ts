@@ -16,6 +16,7 @@ const REQUESTS = 5;
  */
 export async function commandsPerRequest(uri: string, jwtSecret: string, all: readonly Scenario[]): Promise<Map<string, number>> {
   const config = loadConfig({
+    DATA_DIR: 'memory',
     PORT: '0',
     HOST: '127.0.0.1',
     MONGODB_URI: uri,

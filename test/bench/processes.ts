@@ -39,7 +39,7 @@ export async function freePort(): Promise<number> {
 export function startNode(name: string, args: string[], options: { env?: Record<string, string>; nodeOptions?: string[] } = {}): Child {
   const child = spawn(process.execPath, [...(options.nodeOptions ?? []), ...args], {
     cwd: ROOT,
-    env: { ...process.env, ...options.env },
+    env: { ...process.env, DATA_DIR: 'memory', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

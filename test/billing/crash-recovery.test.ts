@@ -24,7 +24,7 @@ const children = new Set<ChildProcess>();
 /** Starts `node dist/<script>` and waits for output (stdout or stderr) matching `ready`; its first group is the address. */
 async function run(script: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<Running> {
   const child = spawn(process.execPath, [script, ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', DATA_DIR: 'memory', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);

@@ -61,6 +61,7 @@ export function startAnotherInstance(
   options: ServiceOptions = {},
 ): Promise<RunningService> {
   const config = loadConfig({
+    DATA_DIR: 'memory',
     PORT: '0',
     HOST: '127.0.0.1',
     MONGODB_URI: gateway.testDatabase.uri,

@@ -227,6 +227,7 @@ describe('the settlement sweep', () => {
     const database: TestDatabase = await startTestDatabase();
     cleanups.push(() => database.stop());
     const config = loadConfig({
+      DATA_DIR: 'memory',
       PORT: '0',
       HOST: '127.0.0.1',
       MONGODB_URI: database.uri,

@@ -14,8 +14,7 @@ const COMMANDS = {
   'chat-gateway': 'dist/main.js',
   seed: 'dist/cli/seed.js',
   token: 'dist/cli/token.js',
-  // npm run embedded-db runs the engine package's own command.
-  'embedded-mongodb': 'dist/cli/embedded-db.js',
+  'embedded-db': 'dist/cli/embedded-db.js',
   'sso-stub': 'dist/cli/sso-stub.js',
   sidecar: 'dist/cli/sidecar.js',
   import: 'dist/cli/import.js',
@@ -85,7 +84,9 @@ describe('npm run token', () => {
     expect(code).toBe(2);
     const [line, ...more] = expectProblemLines(stderr, 'token');
     expect(more).toEqual([]);
-    expect(line).toMatch(/JWT_SECRET is not set: .*random secret of its own .*cp \.env\.example \.env/);
+    expect(line).toMatch(
+      /JWT_SECRET is not set, and with DATA_DIR=memory a gateway signs with a random secret of its own .*give both the same JWT_SECRET/,
+    );
   });
 
   it('reports a bad user id, lifetime and secret one line each, with exit code 2', async () => {
@@ -108,9 +109,7 @@ describe('npm run embedded-db', () => {
     const { code, stdout, stderr } = await runNode('dist/cli/embedded-db.js', []);
     expect(code).toBe(2);
     expect(stdout).toBe('');
-    expect(expectProblemLines(stderr, 'embedded-mongodb')).toEqual([
-      'embedded-mongodb: --port is required, e.g. --port 27017 (see --help)',
-    ]);
+    expect(expectProblemLines(stderr, 'embedded-db')).toEqual(['embedded-db: --port is required, e.g. --port 27017 (see --help)']);
   });
 });
 

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
@@ -184,5 +185,13 @@ describe('INTROSPECTION_USERS and GRAPHQL_BATCH_MAX', () => {
   it('refuse what is not a list of user ids, or a batch size out of range', () => {
     expect(() => loadConfig({ INTROSPECTION_USERS: 'alice' })).toThrow(/INTROSPECTION_USERS must be comma-separated user ids/);
     expect(() => loadConfig({ GRAPHQL_BATCH_MAX: '0' })).toThrow('GRAPHQL_BATCH_MAX must be a whole number from 1 to 1000');
+describe('DATA_DIR', () => {
+  it('is .data in the working directory unless given; memory keeps the embedded engine in memory; MONGODB_URI ignores it', () => {
+    expect(loadConfig({}).dataDir).toBe(resolve('.data'));
+    expect(loadConfig({ DATA_DIR: 'var/chat' }).dataDir).toBe(resolve('var/chat'));
+    expect(loadConfig({ DATA_DIR: 'memory' }).dataDir).toBeUndefined();
+    expect(
+      loadConfig({ MONGODB_URI: 'mongodb://db.example.com/chat', JWT_SECRET: 'a-secret-of-sixteen+', DATA_DIR: '/srv/x' }).dataDir,
+    ).toBeUndefined();
   });
 });

@@ -21,7 +21,7 @@ async function configureFailPoint(uri: string): Promise<unknown> {
 
 describe('MongoDB test commands on the embedded engine', () => {
   it('exist in the in-process engine only when the service is started for fault tests', async () => {
-    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', RATE_LIMIT: '0' });
+    const config = loadConfig({ DATA_DIR: 'memory', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', RATE_LIMIT: '0' });
     for (const enableTestCommands of [false, true]) {
       const service = await startService(config, createLogger(config), { enableTestCommands });
       try {

@@ -33,6 +33,7 @@ beforeAll(async () => {
   proxy = await startTcpProxy(portOf(engine));
   log = captureLog();
   const config = loadConfig({
+    DATA_DIR: 'memory',
     PORT: '0',
     HOST: '127.0.0.1',
     MONGODB_URI: `mongodb://127.0.0.1:${proxy.port}/${DATABASE}?directConnection=true`,

@@ -34,6 +34,7 @@ export async function startGatewayWithCapturedLog(
   const testDatabase = await startTestDatabase();
   const log = captureLog();
   const config = loadConfig({
+    DATA_DIR: 'memory',
     PORT: '0',
     HOST: '127.0.0.1',
     MONGODB_URI: testDatabase.uri,

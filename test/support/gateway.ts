@@ -31,6 +31,7 @@ export async function startTestGateway(
 ): Promise<TestGateway> {
   const testDatabase = options.database ?? (await startTestDatabase());
   const config = loadConfig({
+    DATA_DIR: 'memory',
     PORT: '0',
     HOST: '127.0.0.1',
     MONGODB_URI: testDatabase.uri,

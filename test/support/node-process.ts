@@ -22,14 +22,20 @@ export interface SpawnOptions {
 }
 
 /**
- * Runs a built script (`dist/...`) with exactly `env` plus PATH, so the test's own
- * environment (MONGODB_URI, JWT_SECRET, ...) cannot leak in.
+ * What every process a test starts runs with, before the test's own `env`: the embedded engine
+ * in memory, so that no test leaves a data directory behind (a test of DATA_DIR gives its own).
+ */
+export const TEST_PROCESS_ENV = { DATA_DIR: 'memory' };
+
+/**
+ * Runs a built script (`dist/...`) with exactly `env` plus PATH (and DATA_DIR=memory unless `env`
+ * says otherwise), so the test's own environment (MONGODB_URI, JWT_SECRET, ...) cannot leak in.
  */
 export function spawnNode(script: string, args: string[] = [], env: Record<string, string> = {}, options: SpawnOptions = {}): NodeProcess {
   return watch(
     script,
     spawn(process.execPath, [...(options.nodeFlags ?? []), resolve(script), ...args], {
-      env: { PATH: process.env.PATH ?? '', ...env },
+      env: { PATH: process.env.PATH ?? '', ...TEST_PROCESS_ENV, ...env },
       cwd: options.cwd,
       stdio: ['ignore', 'pipe', 'pipe'],
     }),
@@ -44,7 +50,7 @@ export function spawnNpm(args: string[], env: Record<string, string> = {}): Node
   return watch(
     `npm ${args.join(' ')}`,
     spawn('npm', args, {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...TEST_PROCESS_ENV, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     }),
@@ -88,7 +94,7 @@ export async function killIfRunning(service: NodeProcess | undefined): Promise<v
   await service.exited;
 }
 
-/** Runs a built command to its end with exactly `env` plus PATH; never rejects. */
+/** Runs a built command to its end with exactly `env` plus PATH (and DATA_DIR=memory unless `env` says otherwise); never rejects. */
 export async function runNode(
   script: string,
   args: string[],
@@ -97,7 +103,7 @@ export async function runNode(
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await promisify(execFile)(process.execPath, [...(options.nodeFlags ?? []), resolve(script), ...args], {
-      env: { PATH: process.env.PATH!, ...env },
+      env: { PATH: process.env.PATH!, ...TEST_PROCESS_ENV, ...env },
       cwd: options.cwd,
       timeout: 30_000,
       maxBuffer: 64 * 1024 * 1024,

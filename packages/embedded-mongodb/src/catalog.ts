@@ -1,16 +1,48 @@
-import { UUID } from 'bson';
+import { type Document, UUID } from 'bson';
 
 import { Collection } from './collection.js';
-import { type CollectionSettings, defaultSettings } from './collection-options.js';
+import { type CollectionSettings, defaultSettings, parseCreateOptions } from './collection-options.js';
 import { CommandError, ErrorCode } from './errors.js';
+import type { IndexDefinition } from './indexes.js';
 import type { Oplog } from './oplog.js';
+import type { Storage, StoredState } from './storage.js';
+import { numberOf } from './values.js';
 
 /** All databases and their collections; a database exists while it holds a collection. */
 export class Catalog {
   private readonly databases = new Map<string, Map<string, Collection>>();
 
-  /** `oplog`: where changes are recorded. */
-  constructor(private readonly oplog: Oplog) {}
+  /** `oplog`: where changes are recorded; `storage`: where the data lasts (undefined: in memory). */
+  constructor(
+    private readonly oplog: Oplog,
+    private readonly storage?: Storage,
+  ) {}
+
+  /** Builds the collections a data directory holds again: options, documents, then their indexes from the documents. */
+  restore(state: StoredState): void {
+    for (const { collection: stored, documents } of state.collections) {
+      const collection = new Collection(
+        stored.db,
+        stored.name,
+        this.oplog,
+        parseCreateOptions(stored.options),
+        this.storage,
+        UUID.createFromHexString(stored.uuid),
+      );
+      collection.restoreIndexes(stored.indexes.map(indexDefinition));
+      for (const { rid, bytes } of documents) collection.restore(rid, bytes);
+      this.add(collection);
+    }
+  }
+
+  private add(collection: Collection): void {
+    let collections = this.databases.get(collection.db);
+    if (!collections) {
+      collections = new Map();
+      this.databases.set(collection.db, collections);
+    }
+    collections.set(collection.name, collection);
+  }
 
   collection(db: string, name: string): Collection | undefined {
     return this.databases.get(db)?.get(name);
@@ -33,8 +65,9 @@ export class Catalog {
     if (collections.has(name)) {
       throw new CommandError(ErrorCode.NamespaceExists, `Collection ${db}.${name} already exists.`);
     }
-    const collection = new Collection(db, name, this.oplog, settings);
+    const collection = new Collection(db, name, this.oplog, settings, this.storage);
     collections.set(name, collection);
+    collection.saveDefinition();
     return collection;
   }
 
@@ -44,6 +77,7 @@ export class Catalog {
     if (!collections || !collection) return undefined;
     collections.delete(name);
     if (collections.size === 0) this.databases.delete(db);
+    collection.forgetStored();
     this.oplog.append({ operation: 'drop', db, collection: name });
     return collection;
   }
@@ -60,12 +94,7 @@ export class Catalog {
     this.databases.get(from.db)!.delete(from.name);
     if (this.databases.get(from.db)!.size === 0) this.databases.delete(from.db);
     source.moveTo(to.db, to.name);
-    let collections = this.databases.get(to.db);
-    if (!collections) {
-      collections = new Map();
-      this.databases.set(to.db, collections);
-    }
-    collections.set(to.name, source);
+    this.add(source);
     this.oplog.append({ operation: 'rename', db: from.db, collection: from.name, to: { db: to.db, collection: to.name } });
   }
 
@@ -109,4 +138,11 @@ export function validateNamespace(db: string, name: string): void {
   if (badDb || badName) {
     throw new CommandError(ErrorCode.InvalidNamespace, `Invalid namespace specified '${db}.${name}'`);
   }
+}
+
+/** An index definition as the catalog stored it (its TTL a plain number again). */
+function indexDefinition(stored: Document): IndexDefinition {
+  const definition = { ...stored } as IndexDefinition;
+  if (stored.expireAfterSeconds !== undefined) definition.expireAfterSeconds = numberOf(stored.expireAfterSeconds);
+  return definition;
 }

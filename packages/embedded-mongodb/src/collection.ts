@@ -6,6 +6,7 @@ import { CommandError, ErrorCode } from './errors.js';
 import { Index, INDEX_MAX, INDEX_MIN, type IndexBuildStats, type IndexDefinition } from './indexes.js';
 import type { Oplog, UpdateDescription } from './oplog.js';
 import { asBuffer, documentFromElements, rawElements } from './raw-bson.js';
+import type { Storage, StoredCollection } from './storage.js';
 import { typed } from './values.js';
 
 /**
@@ -45,10 +46,11 @@ class Arena {
  * and leaves a consistent collection.
  */
 export class Collection {
-  readonly uuid = new UUID();
   readonly records: BTree<number, Buffer> = new BTree<number, Buffer>(undefined, undefined, 64);
   readonly indexes: Index[];
   private nextRid = 1;
+  /** Its uuid in hex: its documents' key prefix in the data directory. */
+  private readonly storageKey: string;
   private arena = new Arena();
   /** Total BSON bytes of the stored documents. */
   dataSize = 0;
@@ -59,8 +61,44 @@ export class Collection {
     /** Where committed changes are recorded. */
     private readonly oplog: Oplog,
     readonly settings: CollectionSettings = defaultSettings(),
+    /** Where its data lasts; undefined in memory. */
+    private readonly storage?: Storage,
+    readonly uuid: UUID = new UUID(),
   ) {
     this.indexes = [new Index({ name: '_id_', key: { _id: 1 }, unique: true })];
+    this.storageKey = uuid.toHexString();
+  }
+
+  /** What the data directory's catalog keeps of it. */
+  stored(): StoredCollection {
+    return {
+      uuid: this.uuid.toHexString(),
+      db: this.db,
+      name: this.name,
+      options: this.settings.shown,
+      indexes: this.indexes.slice(1).map((index) => ({ ...index.definition })),
+    };
+  }
+
+  /** Records its name, options and indexes in the data directory (after any change to them). */
+  saveDefinition(): void {
+    this.storage?.saveCollection(this.stored());
+  }
+
+  /** Forgets its documents and definition in the data directory (it was dropped). */
+  forgetStored(): void {
+    this.storage?.dropCollection(this.storageKey, this.records.keys());
+  }
+
+  /** Takes back a document read from the data directory at open, under its record id, into every index. */
+  restore(rid: number, raw: Buffer): void {
+    const doc = this.keyDocument(raw);
+    const keys = this.indexes.map((index) => index.keysOf(doc));
+    const stored = this.arena.store(raw);
+    this.records.set(rid, stored);
+    this.dataSize += raw.length;
+    this.indexes.forEach((index, i) => index.insert(keys[i]!, rid));
+    if (rid >= this.nextRid) this.nextRid = rid + 1;
   }
 
   get ns(): string {
@@ -71,6 +109,7 @@ export class Collection {
   moveTo(db: string, name: string): void {
     this.db = db;
     this.name = name;
+    this.saveDefinition();
   }
 
   /**
@@ -114,6 +153,7 @@ export class Collection {
     this.nextRid++;
     const stored = this.arena.store(raw);
     this.records.set(rid, stored);
+    this.storage?.putDocument(this.storageKey, rid, stored);
     this.dataSize += raw.length;
     this.indexes.forEach((index, i) => index.insert(keys[i]!, rid));
     this.oplog.append({ operation: 'insert', db: this.db, collection: this.name, id: doc._id, after: stored });
@@ -156,6 +196,7 @@ export class Collection {
     this.dataSize += raw.length - (before?.length ?? 0);
     const stored = this.arena.store(raw);
     this.records.set(rid, stored);
+    this.storage?.putDocument(this.storageKey, rid, stored);
     // The version before is kept only where a change stream needs it: to describe a pipeline-style update, or as a pre-image.
     const keepBefore = this.settings.preImages || (change.operation === 'update' && !change.description);
     this.oplog.append({
@@ -179,6 +220,7 @@ export class Collection {
     for (const index of this.indexes) index.remove(index.keysOf(doc), rid);
     this.dataSize -= this.records.get(rid)?.length ?? 0;
     this.records.delete(rid);
+    this.storage?.removeDocument(this.storageKey, rid);
     this.compactWhenWasteful();
   }
 
@@ -222,6 +264,16 @@ export class Collection {
    */
   addIndexes(definitions: IndexDefinition[], stats?: IndexBuildStats): void {
     if (definitions.length === 0) return;
+    this.buildIndexes(definitions, stats);
+    this.saveDefinition();
+  }
+
+  /** Adds the indexes the data directory's catalog names, before its documents are restored. */
+  restoreIndexes(definitions: IndexDefinition[]): void {
+    this.indexes.push(...definitions.map((definition) => new Index(definition)));
+  }
+
+  private buildIndexes(definitions: IndexDefinition[], stats?: IndexBuildStats): void {
     const built = definitions.map((definition) => new Index(definition));
     if (stats) {
       stats.total++;
@@ -251,6 +303,7 @@ export class Collection {
     if (at === 0) throw new CommandError(ErrorCode.InvalidOptions, 'cannot drop _id index');
     if (at < 0) throw new CommandError(ErrorCode.IndexNotFound, `index not found with name [${name}]`);
     this.indexes.splice(at, 1);
+    this.saveDefinition();
   }
 
   private checkUnique(keys: unknown[][][], rid: number): void {

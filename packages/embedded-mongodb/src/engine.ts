@@ -4,6 +4,7 @@ import { FailPoints } from './fail-points.js';
 import type { IndexBuildStats } from './indexes.js';
 import { type Clock, ClusterClock, Oplog } from './oplog.js';
 import { RetryableWrites } from './sessions.js';
+import type { Storage } from './storage.js';
 import { TtlMonitor } from './ttl.js';
 
 export interface EngineOptions {
@@ -14,6 +15,8 @@ export interface EngineOptions {
   oplogSizeBytes: number;
   /** mongod's enableTestCommands: configureFailPoint exists only then. */
   enableTestCommands: boolean;
+  /** The data directory the data lasts in (opened, its contents restored here); undefined: in memory. */
+  storage?: Storage;
 }
 
 /** What the server remembers of one open connection. */
@@ -42,14 +45,25 @@ export class Engine {
   readonly failPoints = new FailPoints();
   /** Open connections by id. */
   readonly connections = new Map<number, ConnectionState>();
+  /** Where the data lasts; undefined in memory. */
+  readonly storage: Storage | undefined;
 
   constructor(options: EngineOptions) {
     this.clock = options.clock;
     this.replicaSet = options.replicaSet;
     this.enableTestCommands = options.enableTestCommands;
     this.clusterClock = new ClusterClock(options.clock);
-    this.oplog = new Oplog(this.clusterClock, options.clock, options.replicaSet === undefined ? 0 : options.oplogSizeBytes);
-    this.catalog = new Catalog(this.oplog);
+    this.storage = options.storage;
+    const restored = this.storage?.load();
+    this.oplog = new Oplog(
+      this.clusterClock,
+      options.clock,
+      options.replicaSet === undefined ? 0 : options.oplogSizeBytes,
+      this.storage,
+      restored,
+    );
+    this.catalog = new Catalog(this.oplog, this.storage);
+    if (restored) this.catalog.restore(restored);
     this.cursors = new CursorRegistry((ms) => this.oplog.waitForChange(ms));
     this.ttl = new TtlMonitor(this.catalog, options.clock, options.ttlMonitorIntervalMs);
   }

@@ -1,1 +1,1 @@
-export { type Clock, type EmbeddedServer, type EmbeddedServerOptions, startEmbeddedServer } from './server.js';
+export { type Clock, DataDirectoryError, type EmbeddedServer, type EmbeddedServerOptions, startEmbeddedServer } from './server.js';

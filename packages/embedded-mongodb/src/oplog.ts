@@ -1,5 +1,7 @@
 import { Timestamp } from 'bson';
 
+import type { Storage, StoredState } from './storage.js';
+
 /** Where the engine reads the time: injectable so tests move time instead of sleeping. */
 export interface Clock {
   now(): number;
@@ -26,6 +28,14 @@ export class ClusterClock {
       this.increment++;
     }
     return new Timestamp({ t: this.seconds, i: this.increment });
+  }
+
+  /** Goes on after `time` (kept by a data directory): every later tick is past it, whatever the wall clock says. */
+  advancePast(time: Timestamp): void {
+    if (time.high > this.seconds || (time.high === this.seconds && time.low > this.increment)) {
+      this.seconds = time.high;
+      this.increment = time.low;
+    }
   }
 }
 
@@ -79,12 +89,26 @@ export class Oplog {
   private truncatedAt: Timestamp;
   private readonly waiters = new Set<() => void>();
 
+  /** `storage` keeps the oplog in a data directory; `restored` is what it held at open. */
   constructor(
     readonly clusterClock: ClusterClock,
     private readonly clock: Clock,
     private readonly maxBytes: number,
+    private readonly storage?: Storage,
+    restored?: Pick<StoredState, 'oplog' | 'truncatedAt'>,
   ) {
-    this.truncatedAt = clusterClock.tick();
+    if (restored?.truncatedAt) {
+      this.truncatedAt = restored.truncatedAt;
+      clusterClock.advancePast(restored.truncatedAt);
+      for (const event of restored.oplog) {
+        this.events.push(event);
+        this.bytes += sizeOf(event);
+        clusterClock.advancePast(event.clusterTime);
+      }
+    } else {
+      this.truncatedAt = clusterClock.tick();
+      storage?.setTruncatedAt(this.truncatedAt);
+    }
   }
 
   /** Records a change; `event` becomes the oplog entry (callers pass a fresh object). */
@@ -93,6 +117,7 @@ export class Oplog {
     full.clusterTime = this.clusterClock.tick();
     full.wallTime = this.clock.now();
     this.events.push(full);
+    this.storage?.appendChange(full);
     this.bytes += sizeOf(full);
     while (this.bytes > this.maxBytes && this.head < this.events.length - 1) {
       const dropped = this.events[this.head]!;
@@ -100,6 +125,7 @@ export class Oplog {
       this.head++;
       this.bytes -= sizeOf(dropped);
       this.truncatedAt = dropped.clusterTime;
+      this.storage?.dropChange(dropped);
     }
     if (this.head > 1024 && this.head * 2 > this.events.length) {
       this.events.splice(0, this.head);

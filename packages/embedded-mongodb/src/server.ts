@@ -5,9 +5,11 @@ import { dirname } from 'node:path';
 import { handleMessage } from './commands/dispatch.js';
 import { Engine } from './engine.js';
 import { type Clock, systemClock } from './oplog.js';
+import { Storage } from './storage.js';
 import { MessageFramer } from './wire.js';
 
 export type { Clock } from './oplog.js';
+export { DataDirectoryError } from './storage.js';
 
 export interface EmbeddedServerOptions {
   /** TCP address to listen on; default 127.0.0.1. */
@@ -37,6 +39,14 @@ export interface EmbeddedServerOptions {
    * fault tests. Off by default, when `configureFailPoint` does not exist.
    */
   enableTestCommands?: boolean;
+  /**
+   * Keep the data in this directory (created if missing) so that it lasts:
+   * every write is on disk before it is acknowledged, and the data, indexes
+   * and change history are there again when a server opens the directory
+   * after a stop or a crash. One process at a time may open it. Default:
+   * in memory only.
+   */
+  dataDir?: string;
 }
 
 export interface EmbeddedServer {
@@ -46,14 +56,31 @@ export interface EmbeddedServer {
    * mongodb://%2Ftmp%2Fdb%2Fmongodb.sock/?directConnection=true
    */
   readonly uri: string;
-  /** Stops listening and destroys open connections. */
+  /** Whether it started with no data: always in memory; with `dataDir`, when the directory held no document. */
+  readonly startedEmpty: boolean;
+  /** Stops listening, destroys open connections and (with `dataDir`) closes the data directory. */
   close(): Promise<void>;
 }
 
-/** Starts a MongoDB-compatible server. Data lives in memory for the life of the server. */
+/**
+ * Starts a MongoDB-compatible server. Data lives in memory for the life of
+ * the server, or in `dataDir`; a data directory that cannot be used (or that
+ * another process has open) is refused with a {@link DataDirectoryError}.
+ */
 export async function startEmbeddedServer(options: EmbeddedServerOptions = {}): Promise<EmbeddedServer> {
   if (options.socketPath !== undefined) await checkPrivateDirectory(dirname(options.socketPath));
+  const storage = options.dataDir === undefined ? undefined : Storage.open(options.dataDir);
+  try {
+    return await serve(options, storage);
+  } catch (error) {
+    await storage?.close();
+    throw error;
+  }
+}
+
+async function serve(options: EmbeddedServerOptions, storage: Storage | undefined): Promise<EmbeddedServer> {
   const engine = new Engine({
+    storage,
     replicaSet: options.replicaSet === false ? undefined : (options.replicaSet ?? 'rs0'),
     clock: options.clock ?? systemClock,
     ttlMonitorIntervalMs: options.ttlMonitorIntervalMs ?? 60_000,
@@ -94,12 +121,15 @@ export async function startEmbeddedServer(options: EmbeddedServerOptions = {}): 
 
   return {
     uri,
-    close: () =>
-      new Promise<void>((resolve) => {
+    startedEmpty: storage?.isNew ?? true,
+    close: async () => {
+      await new Promise<void>((resolve) => {
         engine.close();
         for (const socket of sockets) socket.destroy();
         server.close(() => resolve());
-      }),
+      });
+      await storage?.close();
+    },
   };
 }
 
@@ -117,7 +147,10 @@ async function checkPrivateDirectory(directory: string): Promise<void> {
  * command that waits (a getMore on an awaitData cursor, a command a fail
  * point blocks) holds back the connection's later messages until it answers.
  * A message that cannot be read, or a fail point that cuts the connection,
- * closes this connection only.
+ * closes this connection only. With a data directory, no reply leaves before
+ * every write made until then is on disk (so nothing is acknowledged, or
+ * shown, that a crash could take back); the writes of all connections
+ * meanwhile are flushed together.
  */
 function serveConnection(engine: Engine, socket: Socket, connectionId: number): void {
   socket.setNoDelay(true);
@@ -131,8 +164,9 @@ function serveConnection(engine: Engine, socket: Socket, connectionId: number): 
   };
   const drain = (): void => {
     while (!waiting && queue.length > 0) {
-      const reply = handleMessage(engine, queue.shift()!, connectionId);
+      let reply = handleMessage(engine, queue.shift()!, connectionId);
       if (!reply) continue;
+      if (engine.storage) reply = afterDurable(engine.storage, reply);
       if (Array.isArray(reply)) {
         send(reply);
         continue;
@@ -157,4 +191,10 @@ function serveConnection(engine: Engine, socket: Socket, connectionId: number): 
       socket.destroy();
     }
   });
+}
+
+/** The reply, once every write made before it is on disk (at once when none waits). */
+function afterDurable(storage: Storage, reply: Buffer[] | Promise<Buffer[]>): Buffer[] | Promise<Buffer[]> {
+  if (Array.isArray(reply)) return storage.pending ? storage.durable().then(() => reply) : reply;
+  return reply.then((answer) => (storage.pending ? storage.durable().then(() => answer) : answer));
 }

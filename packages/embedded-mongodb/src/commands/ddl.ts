@@ -333,6 +333,7 @@ const collMod: CommandHandler = (engine, request) => {
     if (options[field] !== undefined) collection.settings.shown[field] = options[field];
   }
   change?.();
+  collection.saveDefinition();
   return { ...reply, ok: 1 };
 };
 

@@ -296,7 +296,8 @@ function checkReadConcern(readConcern: unknown): void {
 /**
  * Write concerns: a standalone refuses w > 1 as mongod does; a single-member
  * set applies the write and reports that w > 1 cannot be satisfied. Journaled
- * acknowledgement is refused: nothing here is journaled.
+ * acknowledgement is what a data directory gives every write (no reply is
+ * sent before the write is on disk); in memory it is refused.
  * Returns the number of members asked for.
  */
 function checkWriteConcern(engine: Engine, writeConcern: unknown): number {
@@ -304,7 +305,8 @@ function checkWriteConcern(engine: Engine, writeConcern: unknown): number {
   if (!isPlainObject(writeConcern))
     throw new CommandError(ErrorCode.TypeMismatch, "BSON field 'writeConcern' is the wrong type, expected type 'object'");
   const { w, j } = writeConcern;
-  if (j === true) throw refusal(ErrorCode.BadValue, 'writeConcern { j: true }', 'data is kept in memory, with no journal');
+  if (j === true && !engine.storage)
+    throw refusal(ErrorCode.BadValue, 'writeConcern { j: true }', 'data is kept in memory, with no journal');
   if (typeof w === 'string') {
     if (w !== 'majority' && engine.replicaSet === undefined) {
       throw new CommandError(ErrorCode.BadValue, `cannot use non-majority 'w' mode ${w} when a host is not a member of a replica set`);
