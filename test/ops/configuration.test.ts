@@ -185,6 +185,9 @@ describe('INTROSPECTION_USERS and GRAPHQL_BATCH_MAX', () => {
   it('refuse what is not a list of user ids, or a batch size out of range', () => {
     expect(() => loadConfig({ INTROSPECTION_USERS: 'alice' })).toThrow(/INTROSPECTION_USERS must be comma-separated user ids/);
     expect(() => loadConfig({ GRAPHQL_BATCH_MAX: '0' })).toThrow('GRAPHQL_BATCH_MAX must be a whole number from 1 to 1000');
+  });
+});
+
 describe('DATA_DIR', () => {
   it('is .data in the working directory unless given; memory keeps the embedded engine in memory; MONGODB_URI ignores it', () => {
     expect(loadConfig({}).dataDir).toBe(resolve('.data'));
