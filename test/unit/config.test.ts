@@ -86,7 +86,9 @@ describe('loadConfig, as a function of an environment', () => {
   });
 
   it('needs JWT_SECRET with a lasting database, and refuses the example secret there and in production', () => {
-    expect(problemsOf({ MONGODB_URI: 'mongodb://127.0.0.1/db' })[0]).toMatch(/^JWT_SECRET or JWT_JWKS_URL is required when MONGODB_URI is set/);
+    expect(problemsOf({ MONGODB_URI: 'mongodb://127.0.0.1/db' })[0]).toMatch(
+      /^JWT_SECRET or JWT_JWKS_URL is required when MONGODB_URI is set/,
+    );
     expect(problemsOf({ MONGODB_URI: 'mongodb://127.0.0.1/db', JWT_SECRET: EXAMPLE_JWT_SECRET })[0]).toMatch(/example value/);
     expect(problemsOf({ NODE_ENV: 'production', JWT_SECRET: EXAMPLE_JWT_SECRET })[0]).toMatch(/example value/);
     expect(loadConfig({ JWT_SECRET: EXAMPLE_JWT_SECRET }).jwtSecret).toBe(EXAMPLE_JWT_SECRET);
