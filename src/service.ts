@@ -43,6 +43,7 @@ import { Closers } from './shared/closers.js';
 import { createSubscriptions, type Subscriptions } from './subscriptions/index.js';
 import { packageVersion } from './version.js';
 import { startWebSocketDoor } from './websocket/websocket-server.js';
+import { LIVE_CONNECTIONS_CLOSE_BUDGET_MS } from './limits.js';
 
 const EMBEDDED_DATABASE_NAME = 'chat-gateway';
 
@@ -200,7 +201,8 @@ async function serve(config: Config, logger: Logger, options: Started, closers: 
 }
 
 /** One schema and one operation pipeline for every door (/graphql, the REST layer, subscriptions), and Apollo Server over it. */
-async function startGraphQL({ config, logger, options, tracing, database, domains, subscriptions, closers }: Parts) {
+async function startGraphQL(parts: Parts) {
+  const { config, logger, options, tracing, database, domains, subscriptions, closers } = parts;
   const rateLimits = await createRateLimits({
     requestsPerSecond: config.rateLimit,
     sharedIn: config.rateLimitStore === 'mongo' ? database.connection.db : undefined,
@@ -229,6 +231,8 @@ async function startGraphQL({ config, logger, options, tracing, database, domain
       createContext,
       documentOf: (reference) => options.trustedDocuments.documentFor(reference),
       subscriptionsPerCaller: config.subscriptionCaps.subscriptionsPerCaller,
+      connectionLimits: { perCaller: config.subscriptionCaps.connectionsPerCaller, perAddress: config.subscriptionCaps.websocketsPerAddress },
+      clock: parts.clock,
       metrics: subscriptions.metrics,
     },
   });
@@ -293,7 +297,6 @@ async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startG
     logger,
     clock: parts.clock,
     limits: {
-      websocketsPerAddress: config.subscriptionCaps.websocketsPerAddress,
       bufferedBytesPerConnection: config.subscriptionCaps.bufferedBytesPerConnection,
       messagesPerSecond: config.rateLimit,
     },
@@ -302,6 +305,8 @@ async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startG
     metrics: subscriptions.metrics,
   });
   closers.push(() => websocketDoor.close());
+  // First of the three: every live connection completed in its protocol's words, within the budget.
+  closers.push(() => pipeline.connections.close(LIVE_CONNECTIONS_CLOSE_BUDGET_MS));
   await listen(httpServer, config.port, config.host);
   closers.push(() => shutdown.begin());
   const { port } = httpServer.address() as AddressInfo;

@@ -22,8 +22,8 @@ export interface HttpStreams {
   sse: ServerSentEventsDoor;
   /** A step of `POST /graphql`'s route (see `multipartSubscriptions`). */
   multipart: RequestHandler;
-  /** Completes every subscription they serve and ends their streams; the heartbeat stops. */
-  close(): Promise<void>;
+  /** Stops the heartbeat and the reservations' timers; the pipeline's `LiveConnections` completes every stream. */
+  close(): void;
 }
 
 export function createHttpStreams({ pipeline, maxBufferedBytes, clock, metrics, logger }: HttpStreamsOptions): HttpStreams {
@@ -36,9 +36,9 @@ export function createHttpStreams({ pipeline, maxBufferedBytes, clock, metrics, 
   return {
     sse,
     multipart: multipartSubscriptions(pipeline, multipartStreams),
-    async close() {
+    close() {
       clearInterval(beat);
-      await Promise.all([sse.close(), multipartStreams.close(() => {})]);
+      sse.close();
     },
   };
 }
