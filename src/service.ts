@@ -24,6 +24,7 @@ import { buildSchema } from './graphql/schema.js';
 import { listen, Shutdown } from './http/lifecycle.js';
 import { createHttpServer, expressApp } from './http/server.js';
 import { createHttpStreams } from './http-streams/index.js';
+import { LIVE_CONNECTIONS_CLOSE_BUDGET_MS } from './limits.js';
 import type { Logger } from './logger.js';
 import { createMetrics } from './observability/metrics.js';
 import { startTracing } from './observability/start-tracing.js';
@@ -43,7 +44,6 @@ import { Closers } from './shared/closers.js';
 import { createSubscriptions, type Subscriptions } from './subscriptions/index.js';
 import { packageVersion } from './version.js';
 import { startWebSocketDoor } from './websocket/websocket-server.js';
-import { LIVE_CONNECTIONS_CLOSE_BUDGET_MS } from './limits.js';
 
 const EMBEDDED_DATABASE_NAME = 'chat-gateway';
 
@@ -231,7 +231,10 @@ async function startGraphQL(parts: Parts) {
       createContext,
       documentOf: (reference) => options.trustedDocuments.documentFor(reference),
       subscriptionsPerCaller: config.subscriptionCaps.subscriptionsPerCaller,
-      connectionLimits: { perCaller: config.subscriptionCaps.connectionsPerCaller, perAddress: config.subscriptionCaps.websocketsPerAddress },
+      connectionLimits: {
+        perCaller: config.subscriptionCaps.connectionsPerCaller,
+        perAddress: config.subscriptionCaps.websocketsPerAddress,
+      },
       clock: parts.clock,
       metrics: subscriptions.metrics,
     },

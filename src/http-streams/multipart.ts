@@ -64,19 +64,18 @@ export function multipartSubscriptions(pipeline: OperationPipeline, streams: Str
     const caller = callerOf(response);
     const requestId = requestIdOf(request);
     const { connections } = pipeline;
-    let stream: StreamedResponse | undefined;
     const connection = connections.connect(
       'multipart',
       addressKey(request.ip),
       {
         expired: (live) => live.failEach(live.expiredErrors),
         // Not yet subscribed: the door sees the server closing once it is, and completes the stream then.
-        stopping: (live) => (live.isIdle ? response.headersSent && stream?.finish() : live.completeEach()),
-        cut: () => stream?.cut() ?? request.socket.destroy(),
+        stopping: (live) => (live.isIdle ? response.headersSent && stream.finish() : live.completeEach()),
+        cut: () => stream.cut(),
       },
       { caller, socket: request.socket },
     );
-    stream = streams.track(response, connection, finish);
+    const stream = streams.track(response, connection, finish);
     const answer = await pipeline.subscribe(body, { caller, door: 'multipart', requestId });
     if (!connection.isOpen || connections.isClosing) {
       if (!('refused' in answer)) await answer.return();
@@ -115,4 +114,3 @@ function finish(response: ServerResponse): void {
 export function heartbeat(streams: StreamedResponses): void {
   streams.each((stream) => stream.response.headersSent && stream.write(part({})));
 }
-

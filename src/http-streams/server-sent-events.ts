@@ -104,14 +104,15 @@ export function serverSentEvents(pipeline: OperationPipeline, streams: StreamedR
         if (reserved === undefined) return void (await body.return());
         return reserved.connect(body, init, request, response, streams);
       }
-      let stream: StreamedResponse | undefined;
+      // The stream is made once the handler answered; until then, cutting the connection cuts its socket.
+      const door: { stream?: StreamedResponse } = {};
       const connection = pipeline.connections.connect(
         'sse',
         address,
         {
           expired: (live) => live.failEach(live.expiredErrors),
           stopping: (live) => live.completeEach(),
-          cut: () => stream?.cut() ?? request.socket.destroy(),
+          cut: () => (door.stream ? door.stream.cut() : request.socket.destroy()),
         },
         { caller, socket: request.socket },
       );
@@ -121,8 +122,8 @@ export function serverSentEvents(pipeline: OperationPipeline, streams: StreamedR
         connection.end();
         return answer(response, body, init);
       }
-      stream = streams.track(response, connection, (ended) => ended.end());
-      await writeStream(body, init, stream);
+      door.stream = streams.track(response, connection, (ended) => ended.end());
+      await writeStream(body, init, door.stream);
     },
     close() {
       reservations.close();
@@ -297,7 +298,14 @@ class Reservation implements ConnectionEnds {
 
   private async letGo(): Promise<void> {
     const headers = { get: (name: string) => (name === 'accept' ? 'text/event-stream' : name === TOKEN_HEADER_KEY ? this.token : null) };
-    const [body] = await this.reservations.handler({ method: 'GET', url: SSE_PATH, headers, body: null, raw: undefined, context: this.context });
+    const [body] = await this.reservations.handler({
+      method: 'GET',
+      url: SSE_PATH,
+      headers,
+      body: null,
+      raw: undefined,
+      context: this.context,
+    });
     if (body !== null && typeof body !== 'string') await body.return();
   }
 }

@@ -80,7 +80,12 @@ export class LiveConnections {
    * TOO_MANY_CONNECTIONS past a cap. With `socket`, the connection ends when that socket closes,
    * at once if it has closed already, and the socket is known to carry a live stream.
    */
-  connect(transport: SubscriptionTransport, address: string, ends: ConnectionEnds, options: { caller?: Caller; socket?: Duplex } = {}): LiveConnection {
+  connect(
+    transport: SubscriptionTransport,
+    address: string,
+    ends: ConnectionEnds,
+    options: { caller?: Caller; socket?: Duplex } = {},
+  ): LiveConnection {
     if ((this.byAddress.get(address) ?? 0) >= this.limits.perAddress) throw tooManyConnections(this.limits.perAddress, 'address');
     if (options.caller !== undefined) this.checkCaller(options.caller);
     const connection = new LiveConnection(this, transport, address, ends);
@@ -324,10 +329,13 @@ class ConnectionSubscription implements LiveResults {
   endNow(): void {
     if (this.ended) return;
     this.ended = true;
-    this.connection.forget(this, this.results.return().then(
-      () => {},
-      () => {},
-    ));
+    this.connection.forget(
+      this,
+      this.results.return().then(
+        () => {},
+        () => {},
+      ),
+    );
   }
 
   /** After the end: the failure once, in the door's shape, then done. */

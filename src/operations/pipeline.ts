@@ -15,9 +15,9 @@ import type { OperationTracer } from '../observability/tracing.js';
 import { type AdmissionCheck, AdmissionChecks } from './admission.js';
 import { Documents } from './documents.js';
 import { Execution } from './execution.js';
-import { LiveConnections } from './live-connections.js';
 import { ErrorFormat } from './format.js';
 import { checkOperationCost } from './limits.js';
+import { LiveConnections } from './live-connections.js';
 import { type Observation, OperationObserver } from './observer.js';
 import {
   type LiveOptions,

@@ -310,7 +310,11 @@ describe('an HTTP subscriber that does not read what it is sent', () => {
       await expect.poll(() => subscriptionsRunning(bounded.url), { timeout: 5_000, interval: 20 }).toBe(before + 1);
       const logged = log.lines().length;
       // The server's drop, as it logs it: a client that reads nothing does not see its connection close until it reads.
-      const dropped = () => log.lines().slice(logged).some((line) => line.endedFor === 'unread data');
+      const dropped = () =>
+        log
+          .lines()
+          .slice(logged)
+          .some((line) => line.endedFor === 'unread data');
       // Each event carries 200 kB: past what the kernel's buffers on both ends take, the server holds it.
       for (let write = 0; write < 300 && !dropped(); write += 1) {
         await bounded.models.conversations.updateOne({ userId: 1, id: 1 }, { $set: { name: `Rename ${write}` } });

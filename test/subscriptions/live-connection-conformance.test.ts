@@ -131,7 +131,10 @@ async function open(gateway: TestGateway, door: Door, authorization: string, que
 /** Open streams the gateway counts, every HTTP door together. */
 async function streamsOpen(gateway: TestGateway): Promise<number> {
   const metrics = await scrapeMetrics(gateway.url);
-  return (sample(metrics, 'graphql_event_streams_open', { transport: 'sse' }) ?? 0) + (sample(metrics, 'graphql_event_streams_open', { transport: 'multipart' }) ?? 0);
+  return (
+    (sample(metrics, 'graphql_event_streams_open', { transport: 'sse' }) ?? 0) +
+    (sample(metrics, 'graphql_event_streams_open', { transport: 'multipart' }) ?? 0)
+  );
 }
 
 describe.each(DOORS)('a live connection over %s', (door) => {
@@ -140,7 +143,10 @@ describe.each(DOORS)('a live connection over %s', (door) => {
   let alice: string;
 
   beforeAll(async () => {
-    gateway = await startTestGateway({ LIVE_CONNECTIONS_PER_CALLER: '3', WEBSOCKETS_PER_ADDRESS: '5', WEBSOCKET_MAX_BUFFERED_BYTES: '65536' }, { clock });
+    gateway = await startTestGateway(
+      { LIVE_CONNECTIONS_PER_CALLER: '3', WEBSOCKETS_PER_ADDRESS: '5', WEBSOCKET_MAX_BUFFERED_BYTES: '65536' },
+      { clock },
+    );
     await gateway.seed(SEED);
     alice = `Bearer ${await gateway.token(1)}`;
   });
@@ -188,7 +194,9 @@ describe.each(DOORS)('a live connection over %s', (door) => {
   async function refusedOpening(over: Door, authorization: string): Promise<string> {
     if (over === 'websocket') {
       // Over the address's cap, the upgrade is answered 429; over the caller's, the socket is closed with 1013 at `connection_init`.
-      const socket = await connectAs(gateway.url, authorization).catch((error: Error & { refusal?: { status: number; body: string } }) => error);
+      const socket = await connectAs(gateway.url, authorization).catch(
+        (error: Error & { refusal?: { status: number; body: string } }) => error,
+      );
       if (!(socket instanceof Error)) return (await socket.closed).reason;
       if (socket.refusal === undefined) return socket.message;
       expect(socket.refusal.status).toBe(429);
@@ -270,7 +278,12 @@ describe.each(HTTP_DOORS)('requests pipelined behind a stream over %s', (door) =
       const behind = [
         streamRequest('sse, distinct connections', alice, BALANCE),
         streamRequest('multipart', alice, BALANCE),
-        httpRequest('POST', '/graphql', { authorization: alice, 'content-type': 'application/json' }, JSON.stringify({ query: '{ quota }' })),
+        httpRequest(
+          'POST',
+          '/graphql',
+          { authorization: alice, 'content-type': 'application/json' },
+          JSON.stringify({ query: '{ quota }' }),
+        ),
       ];
       raw.socket.write(streamRequest(door, alice, BALANCE, token) + behind.join(''));
       if (token !== undefined) expect(await addOperation(gateway, alice, token, BALANCE)).toBe(202);
@@ -316,7 +329,8 @@ describe('a single-connection stream reserved and not connected', () => {
 
   it('runs nothing for its subscriptions until its GET connects, then sends what happened meanwhile', async () => {
     const token = await (await reserve(gateway, alice)).text();
-    const sent = async () => sample(await scrapeMetrics(gateway.url), 'graphql_subscription_events_total', { field: 'conversationEvents', transport: 'sse' }) ?? 0;
+    const sent = async () =>
+      sample(await scrapeMetrics(gateway.url), 'graphql_subscription_events_total', { field: 'conversationEvents', transport: 'sse' }) ?? 0;
     const before = await sent();
     expect(await addOperation(gateway, alice, token, CONVERSATIONS)).toBe(202);
     for (let rename = 0; rename < 5; rename += 1) {
