@@ -112,5 +112,6 @@ function finish(response: ServerResponse): void {
 
 /** The heartbeat: an empty part to every open stream. */
 export function heartbeat(streams: StreamedResponses): void {
-  streams.each((stream) => stream.response.headersSent && stream.write(part({})));
+  const beat = part({});
+  streams.each((stream) => stream.keepAlive(beat));
 }

@@ -24,6 +24,9 @@ import { addressKey } from '../security/rate-limit.js';
 import { isRecord } from '../shared/is-record.js';
 import type { StreamedResponse, StreamedResponses } from './streamed-responses.js';
 
+/** graphql-sse's keep-alive message: an empty comment, first when the stream opens (browsers wait for a byte), then every 12 s. */
+const KEEP_ALIVE = ':\n\n';
+
 /** A single-connection stream reserved (PUT) and not connected within this long is let go, so reservations cannot pile up. */
 const RESERVATION_MS = 30_000;
 
@@ -152,7 +155,11 @@ async function writeStream(body: SseBody, init: ResponseInit, stream: StreamedRe
   response.writeHead(init.status, init.statusText, { ...init.headers, connection: 'close', 'cache-control': 'no-store' });
   response.flushHeaders();
   try {
-    for await (const message of body) if (!stream.write(message)) break;
+    for await (const message of body) {
+      // graphql-sse's keep-alive comment (every 12 s), written as every door's keep-alive is.
+      if (message === KEEP_ALIVE) stream.keepAlive(message);
+      else if (!stream.write(message)) break;
+    }
   } finally {
     stream.finish();
     await body.return();

@@ -60,6 +60,15 @@ export class StreamedResponse {
     return true;
   }
 
+  /**
+   * Writes a keep-alive frame, the one way both doors keep a stream alive: only when nothing is
+   * waiting to be sent (a stream still sending needs none), so that a keep-alive never counts
+   * against a reader busy taking a large event.
+   */
+  keepAlive(frame: string): void {
+    if (this.response.headersSent && this.response.writableLength === 0) this.write(frame);
+  }
+
   /** Ends the stream in its protocol's words, once (nothing when the connection is gone). */
   finish(): void {
     const finishing = this.finishing;
