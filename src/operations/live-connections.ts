@@ -30,13 +30,12 @@ export interface ConnectionEnds {
 /** What a subscription does when it fails or its connection expires: its errors as a last answer (SSE), or a rejected `next` (the others). */
 export type FailureShape = 'last answer' | 'rejection';
 
-/** Sockets that carry a live stream now: a request pipelined behind one waits and is never run (see `isBehindLiveStream`). */
+/** Sockets that carry a live connection now (see `isBehindLiveStream`). */
 const streaming = new WeakSet<Duplex>();
 
 /**
- * Whether `socket` carries an open live stream: an HTTP/1.1 request pipelined after a stream
- * cannot be answered before the stream ends, and a stream ends its connection (`Connection:
- * close`), so such a request is never run: nothing of it is admitted, counted or held.
+ * Whether `socket` carries an open live connection: an upgrade request pipelined behind an event
+ * stream must not take the stream's socket (the app runs other pipelined requests in turn).
  */
 export function isBehindLiveStream(socket: Duplex | null | undefined): boolean {
   return socket != null && streaming.has(socket);
@@ -68,11 +67,6 @@ export class LiveConnections {
 
   get isClosing(): boolean {
     return this.closing;
-  }
-
-  /** How many are open now (all doors). */
-  get size(): number {
-    return this.open.size;
   }
 
   /**
