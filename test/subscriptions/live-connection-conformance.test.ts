@@ -34,6 +34,8 @@ const CONVERSATIONS = 'subscription { conversationEvents { number conversation {
 interface Live {
   /** Everything received so far, as text (WebSocket: each message's JSON). */
   received(): string;
+  /** The client stops reading its socket. */
+  stopReading(): void;
   /** Settles when the connection under it closes. */
   closed: Promise<void>;
   /** The client goes away at once. */
@@ -108,6 +110,7 @@ async function open(gateway: TestGateway, door: Door, authorization: string, que
       received: () => messages.join('\n'),
       closed: socket.closed.then(() => {}),
       destroy: () => socket.socket.terminate(),
+      stopReading: () => (socket.socket as unknown as { _socket: Socket })._socket.pause(),
     };
   } else {
     const raw = await rawSocket(gateway);
@@ -122,7 +125,7 @@ async function open(gateway: TestGateway, door: Door, authorization: string, que
       await expect.poll(() => raw.received(), { timeout: 5_000, interval: 10 }).toContain('\r\n\r\n');
       expect(await addOperation(gateway, authorization, token, query)).toBe(202);
     }
-    live = { received: raw.received, closed: raw.closed, destroy: () => raw.socket.destroy() };
+    live = { received: raw.received, closed: raw.closed, destroy: () => raw.socket.destroy(), stopReading: () => raw.socket.pause() };
   }
   await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 10 }).toBe(before + 1);
   return live;
@@ -246,6 +249,30 @@ describe.each(DOORS)('a live connection over %s', (door) => {
     await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 20 }).toBe(before);
     await expect.poll(() => streamsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
   });
+
+  // graphql-ws waits for each message to be written before it takes the next event, so a WebSocket reader that
+  // stops reading holds one message and its inbox, and is dropped at the keep-alive beat (socket-bounds.test.ts).
+  it.skipIf(door === 'websocket')(
+    'drops a reader that stops reading once the server holds more than the bound for it, releasing its subscription',
+    async () => {
+      const content = 'w'.repeat(300_000);
+      const before = await subscriptionsRunning(gateway.url);
+      const live = await open(gateway, door, alice, CONVERSATIONS);
+      live.stopReading();
+      // Past what the kernel's buffers on both ends take, the server holds the events: then it drops the connection.
+      for (let rename = 0; rename < 200 && (await subscriptionsRunning(gateway.url)) > before; rename += 1) {
+        await gateway.models.conversations.updateOne(
+          { userId: 1, id: 1 },
+          { $set: { name: `Slow ${rename}`, messages: [{ role: 'user', content }] } },
+        );
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      expect(await subscriptionsRunning(gateway.url)).toBe(before);
+      await expect.poll(() => streamsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
+      live.destroy();
+      await gateway.models.conversations.updateOne({ userId: 1, id: 1 }, { $set: { name: 'Trip plan', messages: [] } });
+    },
+  );
 
   it('delivers one event larger than the unsent-data bound to a reader that keeps up', async () => {
     const content = 'y'.repeat(300_000);
