@@ -326,6 +326,21 @@ describe.each(HTTP_DOORS)('requests pipelined behind a stream over %s', (door) =
     await expect.poll(() => streamsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
   });
 
+  it('leave nothing behind when the client half-closes its side of the connection', async () => {
+    const before = await subscriptionsRunning(gateway.url);
+    let token: string | undefined;
+    if (door === 'sse, a single connection') token = await (await reserve(gateway, alice)).text();
+    const raw = await rawSocket(gateway);
+    raw.socket.write(streamRequest(door, alice, BALANCE, token) + streamRequest('multipart', alice, BALANCE));
+    if (token !== undefined) expect(await addOperation(gateway, alice, token, BALANCE)).toBe(202);
+    await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 10 }).toBe(before + 1);
+    // Done sending, still able to read: the server ends the connection and everything on it.
+    raw.socket.end();
+    await raw.closed;
+    await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 20 }).toBe(before);
+    await expect.poll(() => streamsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
+  });
+
   it('do not hold the server’s stop: it completes the stream and exits within the shutdown budget', async () => {
     const stopping = await startTestGateway({}, { database: gateway.testDatabase });
     const raw = await rawSocket(stopping);
