@@ -73,6 +73,7 @@ export interface AppOptions {
  */
 export function buildApp(app: Express, options: AppOptions): Express {
   const { pipeline, authenticator, rateLimits, createContext, metrics } = options;
+  app.use(inTurn);
   app.use(securityHeaders, requestLogging(options.logger, options.activeSpanIds), metrics.recordRequests);
 
   // Probes: no credentials, no rate limit, not in the request log. Scrapes: not logged either.
@@ -152,6 +153,18 @@ function graphqlRoutes(app: Express, options: AppOptions): void {
   // Failures thrown before the route (the per-address limit), in the same shape: Express skips routes once a step has failed.
   app.use(GRAPHQL_PATH, graphqlFailures);
 }
+
+/**
+ * HTTP/1.1 requests pipelined on one connection run one at a time, each once the answers before
+ * it are sent (Node queues their answers in order; a queued answer has no socket yet): nothing
+ * runs, is admitted or held for an answer that cannot be sent yet. Behind an event stream, which
+ * ends its connection (`Connection: close`), a request never runs: it goes with the connection,
+ * unanswered, as RFC 9112 lets a server treat requests after a `close`.
+ */
+const inTurn: RequestHandler = (_request, response, next) => {
+  if (response.socket !== null) return next();
+  response.once('socket', () => next());
+};
 
 /**
  * Other methods are refused before credentials are looked at, as on the legacy paths: among

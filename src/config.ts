@@ -66,7 +66,12 @@ export interface Config {
    * hold open (per instance), and what the server may hold unsent for one subscription connection
    * (a WebSocket, an event stream) before it drops it.
    */
-  subscriptionCaps: { subscriptionsPerCaller: number; websocketsPerAddress: number; bufferedBytesPerConnection: number };
+  subscriptionCaps: {
+    subscriptionsPerCaller: number;
+    connectionsPerCaller: number;
+    websocketsPerAddress: number;
+    bufferedBytesPerConnection: number;
+  };
   /** OpenTelemetry traces over OTLP/HTTP; absent (no endpoint, or the SDK disabled): nothing traced, nothing loaded. */
   tracing: TracingConfig | undefined;
 }
@@ -302,6 +307,7 @@ const VARIABLES = {
   /** Unset: 5000 in production, else 0. */
   SHUTDOWN_DELAY_MS: wholeNumber(0, 600_000).optional(),
   SUBSCRIPTIONS_PER_CALLER: wholeNumber(1, 1_000_000).default(20),
+  LIVE_CONNECTIONS_PER_CALLER: wholeNumber(1, 1_000_000).default(50),
   WEBSOCKETS_PER_ADDRESS: wholeNumber(1, 1_000_000).default(100),
   WEBSOCKET_MAX_BUFFERED_BYTES: wholeNumber(1_024, 1_073_741_824).default(1_048_576),
   OTEL_EXPORTER_OTLP_ENDPOINT: otlpEndpoint,
@@ -475,6 +481,7 @@ export function loadConfig(environment: NodeJS.ProcessEnv = process.env): Config
     playground: env.PLAYGROUND === undefined ? !http.production : env.PLAYGROUND === 'on',
     subscriptionCaps: {
       subscriptionsPerCaller: env.SUBSCRIPTIONS_PER_CALLER,
+      connectionsPerCaller: env.LIVE_CONNECTIONS_PER_CALLER,
       websocketsPerAddress: env.WEBSOCKETS_PER_ADDRESS,
       bufferedBytesPerConnection: env.WEBSOCKET_MAX_BUFFERED_BYTES,
     },

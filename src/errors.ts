@@ -54,7 +54,8 @@ const KINDS = {
   credentialsUncheckable: { code: 'AUTHENTICATION_UNAVAILABLE', status: 503 },
   noSuchEndpoint: { code: 'NOT_FOUND', status: 404 },
   originNotAllowed: { code: 'FORBIDDEN', status: 403 },
-  tooManyWebsockets: { code: 'TOO_MANY_WEBSOCKETS', status: 429 },
+  tooManyConnections: { code: 'TOO_MANY_CONNECTIONS', status: 429 },
+  credentialExpired: { code: 'UNAUTHENTICATED', status: 200 },
   methodNotAllowed: { code: 'METHOD_NOT_ALLOWED', status: 405 },
   internal: { code: ApolloServerErrorCode.INTERNAL_SERVER_ERROR, status: 500, legacyText: 'internal error' },
 } as const satisfies Record<string, Kind>;
@@ -168,8 +169,15 @@ export const noSuchEndpoint = (method: string, path: string) => new Failure('noS
 export const originNotAllowed = (origin: string) =>
   new Failure('originNotAllowed', `origin ${origin} may not open a WebSocket here; list it in CORS_ORIGINS`);
 
-export const tooManyWebsockets = (limit: number) =>
-  new Failure('tooManyWebsockets', `too many WebSockets from this address: at most ${limit} at once`);
+/** Live connections (WebSockets and HTTP event streams together) over a cap of one address or one caller. */
+export const tooManyConnections = (limit: number, per: 'address' | 'caller') =>
+  new Failure(
+    'tooManyConnections',
+    `too many live connections (WebSockets and event streams) ${per === 'address' ? 'from this address' : 'for this caller'}: at most ${limit} at once`,
+  );
+
+/** A live subscription whose access token expired: its stream ends with this, as a WebSocket closes with 4403. */
+export const credentialExpired = () => new Failure('credentialExpired', 'the credential expired: authenticate again and subscribe again');
 
 export const methodNotAllowed = (allowed: string) =>
   new Failure('methodNotAllowed', `method not allowed; use ${allowed}`, { headers: { Allow: allowed } });

@@ -117,3 +117,10 @@ export const REFUSED_BODY_DRAIN = {
  * the callers one instance serves within a token's lifetime, so each token's signature is checked once.
  */
 export const VERIFIED_TOKENS_HELD = 10_000;
+
+/**
+ * How long live connections (WebSockets, event streams) have, once the server stops, to end in
+ * their protocol's words (a close frame, a last `complete` event or close delimiter) before
+ * they are cut: a client that does not read its end does not hold the stop.
+ */
+export const LIVE_CONNECTIONS_CLOSE_BUDGET_MS = 3_000;

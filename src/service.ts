@@ -26,6 +26,7 @@ import { buildSchema } from './graphql/schema.js';
 import { listen, Shutdown } from './http/lifecycle.js';
 import { createHttpServer, expressApp } from './http/server.js';
 import { createHttpStreams } from './http-streams/index.js';
+import { LIVE_CONNECTIONS_CLOSE_BUDGET_MS } from './limits.js';
 import type { Logger } from './logger.js';
 import { createMetrics } from './observability/metrics.js';
 import { startTracing } from './observability/start-tracing.js';
@@ -222,7 +223,8 @@ async function serve(config: Config, logger: Logger, options: Started, closers: 
 }
 
 /** One schema and one operation pipeline for every door (/graphql, the REST layer, subscriptions), and Apollo Server over it. */
-async function startGraphQL({ config, logger, options, tracing, database, domains, subscriptions, closers }: Parts) {
+async function startGraphQL(parts: Parts) {
+  const { config, logger, options, tracing, database, domains, subscriptions, closers } = parts;
   const rateLimits = await createRateLimits({
     requestsPerSecond: config.rateLimit,
     sharedIn: config.rateLimitStore === 'mongo' ? database.connection.db : undefined,
@@ -254,6 +256,11 @@ async function startGraphQL({ config, logger, options, tracing, database, domain
       // Subscriptions named by a registered persisted-query hash too: `pipeline` exists by the time one comes.
       documentOf: (reference) => options.trustedDocuments.documentFor(reference, pipeline.documents),
       subscriptionsPerCaller: config.subscriptionCaps.subscriptionsPerCaller,
+      connectionLimits: {
+        perCaller: config.subscriptionCaps.connectionsPerCaller,
+        perAddress: config.subscriptionCaps.websocketsPerAddress,
+      },
+      clock: parts.clock,
       metrics: subscriptions.metrics,
     },
   });
@@ -326,7 +333,6 @@ async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startG
     logger,
     clock: parts.clock,
     limits: {
-      websocketsPerAddress: config.subscriptionCaps.websocketsPerAddress,
       bufferedBytesPerConnection: config.subscriptionCaps.bufferedBytesPerConnection,
       messagesPerSecond: config.rateLimit,
     },
@@ -335,6 +341,8 @@ async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startG
     metrics: subscriptions.metrics,
   });
   closers.push(() => websocketDoor.close());
+  // First of the three: every live connection completed in its protocol's words, within the budget.
+  closers.push(() => pipeline.connections.close(LIVE_CONNECTIONS_CLOSE_BUDGET_MS));
   await listen(httpServer, config.port, config.host);
   closers.push(() => shutdown.begin());
   const { port } = httpServer.address() as AddressInfo;

@@ -6,6 +6,7 @@ import { callerOf } from '../auth/require-caller.js';
 import { requestIdOf } from '../observability/request-log.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
 import { type LiveResults, SubscriptionFailure } from '../operations/subscriptions.js';
+import { addressKey } from '../security/rate-limit.js';
 import { isRecord } from '../shared/is-record.js';
 import type { StreamedResponse, StreamedResponses } from './streamed-responses.js';
 
@@ -46,10 +47,13 @@ export function asksForMultipartSubscription(request: IncomingMessage): boolean 
  * request pipeline runs an operation to one answer; a subscription is many, so it is taken here,
  * before Apollo, and run by the same operation pipeline Apollo runs on.
  *
- * The answer is `multipart/mixed;boundary="graphql";subscriptionSpec="1.0"`: each event a part
+ * Its live connection (the pipeline's `LiveConnections`) opens before the subscription does, so
+ * that a client gone while it opens leaves nothing running. The answer is
+ * `multipart/mixed;boundary="graphql";subscriptionSpec="1.0"`: each event a part
  * `{"payload":{"data":…}}`, `{}` every 5 s as a heartbeat, a subscription refused before it ran
- * one part `{"payload":{"errors":[…]}}`, one that fails `{"payload":null,"errors":[…]}`, and the
- * close delimiter `--graphql--` when it completes (the server stopping included).
+ * one part `{"payload":{"errors":[…]}}`, one that fails (or whose credential expires)
+ * `{"payload":null,"errors":[…]}`, and the close delimiter `--graphql--` when it completes (the
+ * server stopping included).
  */
 export function multipartSubscriptions(pipeline: OperationPipeline, streams: StreamedResponses): RequestHandler {
   return async (request, response, next) => {
@@ -57,22 +61,38 @@ export function multipartSubscriptions(pipeline: OperationPipeline, streams: Str
     if (request.method !== 'POST' || !asksForMultipartSubscription(request) || !isRecord(body) || !pipeline.isSubscription(body)) {
       return next();
     }
-    const answer = await pipeline.subscribe(body, { caller: callerOf(response), door: 'multipart', requestId: requestIdOf(request) });
+    const caller = callerOf(response);
+    const requestId = requestIdOf(request);
+    const { connections } = pipeline;
+    const connection = connections.connect(
+      'multipart',
+      addressKey(request.ip),
+      {
+        expired: (live) => live.failEach(live.expiredErrors),
+        // Not yet subscribed: the door sees the server closing once it is, and completes the stream then.
+        stopping: (live) => (live.isIdle ? response.headersSent && stream.finish() : live.completeEach()),
+        cut: () => stream.cut(),
+      },
+      { caller, socket: request.socket },
+    );
+    const stream = streams.track(response, connection, finish);
+    const answer = await pipeline.subscribe(body, { caller, door: 'multipart', requestId });
+    if (!connection.isOpen || connections.isClosing) {
+      if (!('refused' in answer)) await answer.return();
+      if (!connection.isOpen) return;
+    }
     response.writeHead(200, { 'content-type': CONTENT_TYPE });
     response.write(DELIMITER);
-    const stream = streams.track(response, finish);
     if ('refused' in answer) {
       stream.write(part({ payload: { errors: answer.refused } }));
       return stream.finish();
     }
-    if (streams.isClosing) await answer.return();
-    await writeEach(answer, stream);
+    await writeEach(connection.adopt(answer, requestId, 'rejection'), stream);
   };
 }
 
 /** Writes each answer as a part until the subscription or the connection ends, then finishes the body. */
 async function writeEach(results: LiveResults, stream: StreamedResponse): Promise<void> {
-  stream.response.once('close', () => void results.return());
   try {
     for (let next = await results.next(); !next.done; next = await results.next()) {
       if (!stream.write(part({ payload: next.value }))) break;
@@ -92,5 +112,6 @@ function finish(response: ServerResponse): void {
 
 /** The heartbeat: an empty part to every open stream. */
 export function heartbeat(streams: StreamedResponses): void {
-  streams.each((stream) => stream.write(part({})));
+  const beat = part({});
+  streams.each((stream) => stream.keepAlive(beat));
 }

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 
 import type { Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express';
-import type { FormattedExecutionResult } from 'graphql';
 import {
   createHandler,
   type ExecutionResult,
@@ -18,26 +17,36 @@ import { callerOf } from '../auth/require-caller.js';
 import type { Clock } from '../clock.js';
 import { SSE_PATH } from '../http/route-paths.js';
 import { requestIdOf } from '../observability/request-log.js';
+import type { ConnectionEnds, LiveConnection } from '../operations/live-connections.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
-import { answerOnce, type LiveResults, type SubscribeRequest, SubscriptionFailure } from '../operations/subscriptions.js';
+import { answerOnce, type SubscribeRequest } from '../operations/subscriptions.js';
+import { addressKey } from '../security/rate-limit.js';
 import { isRecord } from '../shared/is-record.js';
-import type { StreamedResponses } from './streamed-responses.js';
+import type { StreamedResponse, StreamedResponses } from './streamed-responses.js';
+
+/** graphql-sse's keep-alive message: an empty comment, first when the stream opens (browsers wait for a byte), then every 12 s. */
+const KEEP_ALIVE = ':\n\n';
 
 /** A single-connection stream reserved (PUT) and not connected within this long is let go, so reservations cannot pile up. */
 const RESERVATION_MS = 30_000;
 
-/** What graphql-sse's handler knows of one HTTP request: its caller and id. */
+/** What graphql-sse's handler knows of one HTTP request: its caller and id, the stream token it names, and its live connection. */
 interface SseContext {
   caller: Caller;
   requestId: string;
+  /** The stream the request names, scoped to its caller (see `streamToken`). */
+  token: string;
+  /** The live connection its operations belong to: its own (distinct connections), or the single-connection stream's it names. */
+  connection: LiveConnection | undefined;
 }
 
 type Handler = SseHandler<IncomingMessage | undefined, SseContext>;
+type SseBody = Exclude<Awaited<ReturnType<Handler>>[0], string | null>;
 
 export interface ServerSentEventsDoor {
   handle: RequestHandler;
-  /** Completes every running operation (its `complete` event sent), then ends every stream. */
-  close(): Promise<void>;
+  /** Lets go of the reservations' timers (their connections are completed by `LiveConnections.close`). */
+  close(): void;
 }
 
 /**
@@ -48,20 +57,25 @@ export interface ServerSentEventsDoor {
  * the token (`X-GraphQL-Event-Stream-Token`) adds an operation to it, `DELETE ?operationId=`
  * completes one. A token names a stream of its own caller only.
  *
- * The route before it admits the caller (credentials, the admission sequence, the body's limit);
- * `onSubscribe` hands each operation to `pipeline.subscribe` and returns what it yields: a refusal
- * or a failure is its last `next` event, with errors, before `complete`. The door writes the
- * handler's stream itself, without waiting for the client, bounded (`StreamedResponses`).
+ * Each stream is a live connection of the pipeline (`LiveConnections`): a distinct one from its
+ * request on, a single-connection one from its reservation on (counted against the caller's and
+ * the address's caps, and running nothing until its `GET` connects). The route before it admits
+ * the caller (credentials, the admission sequence, the body's limit); `onSubscribe` hands each
+ * operation to `pipeline.subscribe` and its connection adopts what it yields: a refusal or a
+ * failure is its last `next` event, with errors, before `complete`. The door writes the handler's
+ * stream itself, without waiting for the client, bounded (`StreamedResponses`).
  */
 export function serverSentEvents(pipeline: OperationPipeline, streams: StreamedResponses, clock: Clock): ServerSentEventsDoor {
-  const running = new Set<LiveResults>();
   const handler: Handler = createHandler<IncomingMessage | undefined, SseContext>({
     schema: pipeline.schema,
-    authenticate: streamToken,
+    authenticate: (request) => request.context.token,
     async onSubscribe(request, params) {
-      const { caller, requestId } = request.context;
+      const { caller, requestId, connection } = request.context;
       const answer = await pipeline.subscribe(withDocumentId(request, params), { caller, door: 'sse', requestId });
-      const results = 'refused' in answer ? answerOnce({ errors: answer.refused }) : new EndingWithErrors(answer, running);
+      const results =
+        'refused' in answer
+          ? answerOnce({ errors: answer.refused })
+          : (connection?.adopt(answer, requestId, 'last answer') ?? (await answer.return(), answerOnce({})));
       // graphql-sse types results as graphql-js's; these are formatted already, and it writes each as JSON.
       return results as unknown as AsyncGenerator<ExecutionResult>;
     },
@@ -69,43 +83,86 @@ export function serverSentEvents(pipeline: OperationPipeline, streams: StreamedR
   const reservations = new Reservations(handler, clock);
   return {
     async handle(request, response) {
-      const context: SseContext = { caller: callerOf(response), requestId: requestIdOf(request) };
-      await serve(handler, reservations, streams, sseRequest(request, context), response);
+      const caller = callerOf(response);
+      const token = streamToken(request, caller);
+      const context: SseContext = { caller, requestId: requestIdOf(request), token, connection: undefined };
+      const sse = sseRequest(request, context);
+      const reserved = reservations.get(token);
+      const wantsStream = request.get('accept') === 'text/event-stream';
+      const address = addressKey(request.ip);
+      if (request.method === 'PUT') {
+        const reservation = new Reservation(reservations, token, context);
+        context.connection = pipeline.connections.connect('sse', address, reservation, { caller });
+        reservation.reserved(context.connection);
+        const [body, init] = await handler(sse);
+        if (init.status === 201) reservations.add(reservation);
+        else context.connection.end();
+        return answer(response, body as string | null, init);
+      }
+      if (!wantsStream || reserved !== undefined) {
+        // An operation added to a stream or completed (its connection the stream's), or the GET that connects a reservation.
+        context.connection = reserved?.connection;
+        const [body, init] = await handler(sse);
+        if (body === null || typeof body === 'string') return answer(response, body, init);
+        if (reserved === undefined) return void (await body.return());
+        return reserved.connect(body, init, request, response, streams);
+      }
+      // The stream is made once the handler answered; until then, cutting the connection cuts its socket.
+      const door: { stream?: StreamedResponse } = {};
+      const connection = pipeline.connections.connect(
+        'sse',
+        address,
+        {
+          expired: (live) => live.failEach(live.expiredErrors),
+          stopping: (live) => live.completeEach(),
+          cut: () => (door.stream ? door.stream.cut() : request.socket.destroy()),
+        },
+        { caller, socket: request.socket },
+      );
+      context.connection = connection;
+      const [body, init] = await handler(sse);
+      if (body === null || typeof body === 'string') {
+        connection.end();
+        return answer(response, body, init);
+      }
+      door.stream = streams.track(response, connection, (ended) => ended.end());
+      await writeStream(body, init, door.stream);
     },
-    async close() {
+    close() {
       reservations.close();
-      await Promise.all([...running].map((results) => results.return()));
-      // Each operation's `complete` event is queued once its loop sees the end (promise jobs, no I/O); then every stream ends.
-      await new Promise(setImmediate);
-      await streams.close(() => {});
     },
   };
 }
 
-/** Answers one request with the handler, writing an event stream as it comes. */
-async function serve(
-  handler: Handler,
-  reservations: Reservations,
-  streams: StreamedResponses,
-  request: SseRequest<IncomingMessage | undefined, SseContext>,
-  response: ExpressResponse,
-): Promise<void> {
-  const [body, init] = await handler(request);
-  // graphql-sse says `no-cache`; every authenticated answer here is `no-store`.
+/** Answers a request the handler answered in one piece. */
+function answer(response: ExpressResponse, body: string | null, init: ResponseInit): void {
   response.writeHead(init.status, init.statusText, { ...init.headers, 'cache-control': 'no-store' });
-  if (body === null || typeof body === 'string') {
-    if (request.method === 'PUT' && init.status === 201 && typeof body === 'string') reservations.add(body, request.context);
-    response.end(body ?? undefined);
-    return;
-  }
-  reservations.connected(request.headers.get(TOKEN_HEADER_KEY));
+  response.end(body ?? undefined);
+}
+
+/** graphql-sse's answer head. */
+type ResponseInit = Awaited<ReturnType<Handler>>[1];
+
+/**
+ * Writes the handler's event stream as it comes, without waiting for the client, until it ends or
+ * the connection does (then the stream's operations are completed through the handler).
+ */
+async function writeStream(body: SseBody, init: ResponseInit, stream: StreamedResponse): Promise<void> {
+  const { response, connection } = stream;
+  void connection.closed.then(() => body.return());
+  if (!connection.isOpen) return;
+  // graphql-sse says `no-cache`; every authenticated answer here is `no-store`.
+  response.writeHead(init.status, init.statusText, { ...init.headers, connection: 'close', 'cache-control': 'no-store' });
   response.flushHeaders();
-  const stream = streams.track(response, () => void body.return());
-  response.once('close', () => void body.return());
   try {
-    for await (const message of body) if (!stream.write(message)) break;
+    for await (const message of body) {
+      // graphql-sse's keep-alive comment (every 12 s), written as every door's keep-alive is.
+      if (message === KEEP_ALIVE) stream.keepAlive(message);
+      else if (!stream.write(message)) break;
+    }
   } finally {
-    if (!response.destroyed) response.end();
+    stream.finish();
+    await body.return();
   }
 }
 
@@ -137,90 +194,125 @@ function withDocumentId(request: SseRequest<IncomingMessage | undefined, SseCont
  * The stream a request names, scoped to its caller: tokens are made `<user id>.<random>`, and a
  * token of another caller names a stream that does not exist. Without a token, a fresh one.
  */
-function streamToken(request: SseRequest<IncomingMessage | undefined, SseContext>): string {
-  const prefix = `${request.context.caller.userId}.`;
-  const given = request.headers.get(TOKEN_HEADER_KEY) ?? new URL(request.url, 'http://localhost').searchParams.get(TOKEN_QUERY_KEY);
+function streamToken(request: ExpressRequest, caller: Caller): string {
+  const prefix = `${caller.userId}.`;
+  const given = request.get(TOKEN_HEADER_KEY) ?? new URL(request.url, 'http://localhost').searchParams.get(TOKEN_QUERY_KEY);
   if (!given) return `${prefix}${randomUUID()}`;
   return given.startsWith(prefix) ? given : `${prefix}${given}`;
 }
 
-/**
- * Single-connection streams reserved and not yet connected. graphql-sse keeps a reservation until
- * its stream connects and ends; one never connected is let go after `RESERVATION_MS`, by
- * connecting it and ending it at once through the handler.
- */
+/** The single-connection streams of the door, reserved or connected, by token. */
 class Reservations {
-  private readonly pending = new Map<string, () => void>();
+  private readonly byToken = new Map<string, Reservation>();
 
   constructor(
-    private readonly handler: Handler,
-    private readonly clock: Clock,
+    readonly handler: Handler,
+    readonly clock: Clock,
   ) {}
 
-  add(token: string, context: SseContext): void {
-    this.pending.set(
-      token,
-      this.clock.schedule(() => this.letGo(token, context), RESERVATION_MS),
-    );
+  get(token: string): Reservation | undefined {
+    return this.byToken.get(token);
   }
 
-  connected(token: string | null | undefined): void {
-    if (!token) return;
-    this.pending.get(token)?.();
-    this.pending.delete(token);
+  add(reservation: Reservation): void {
+    this.byToken.set(reservation.token, reservation);
+    reservation.awaitConnection();
+  }
+
+  forget(reservation: Reservation): void {
+    if (this.byToken.get(reservation.token) === reservation) this.byToken.delete(reservation.token);
   }
 
   close(): void {
-    for (const cancel of this.pending.values()) cancel();
-    this.pending.clear();
-  }
-
-  private async letGo(token: string, context: SseContext): Promise<void> {
-    this.pending.delete(token);
-    const headers = { get: (name: string) => (name === 'accept' ? 'text/event-stream' : name === TOKEN_HEADER_KEY ? token : null) };
-    const [body] = await this.handler({ method: 'GET', url: SSE_PATH, headers, body: null, raw: undefined, context });
-    if (body !== null && typeof body !== 'string') await body.return();
+    for (const reservation of this.byToken.values()) reservation.stopWaiting();
   }
 }
 
-/** A subscription's results, a failure of its stream turned into a last answer with its errors (graphql-sse has no error event). */
-class EndingWithErrors implements LiveResults {
-  private failed = false;
+/**
+ * One single-connection stream, from its reservation (PUT) to its end: a live connection from
+ * the start, whose subscriptions run nothing until its `GET` connects it (so nothing is held for
+ * a client that never reads). One never connected within `RESERVATION_MS` is let go, by
+ * connecting it and ending it at once through the handler; its subscriptions end with it.
+ */
+class Reservation implements ConnectionEnds {
+  connection!: LiveConnection;
+  private stream: StreamedResponse | undefined;
+  private body: SseBody | undefined;
+  private cancelWait: (() => void) | undefined;
 
   constructor(
-    private readonly results: LiveResults,
-    /** The door's running operations, which this one belongs to until it ends. */
-    private readonly running: Set<LiveResults>,
-  ) {
-    running.add(this);
+    private readonly reservations: Reservations,
+    readonly token: string,
+    private readonly context: SseContext,
+  ) {}
+
+  reserved(connection: LiveConnection): void {
+    this.connection = connection;
+    connection.hold();
+    void connection.closed.then(() => this.ended());
   }
 
-  next(): Promise<IteratorResult<FormattedExecutionResult>> {
-    if (this.failed) return this.return();
-    return this.results.next().then(this.passOn, this.lastAnswer);
+  awaitConnection(): void {
+    this.cancelWait = this.reservations.clock.schedule(() => this.connection.end(), RESERVATION_MS);
   }
 
-  return(): Promise<IteratorResult<FormattedExecutionResult>> {
-    this.running.delete(this);
-    return this.results.return();
+  stopWaiting(): void {
+    this.cancelWait?.();
+    this.cancelWait = undefined;
   }
 
-  throw(): Promise<IteratorResult<FormattedExecutionResult>> {
-    return this.results.return();
+  /** The `GET` connected it: its subscriptions run from now on, written to `response`, until the stream or the socket ends. */
+  async connect(body: SseBody, init: ResponseInit, request: ExpressRequest, response: ExpressResponse, streams: StreamedResponses) {
+    this.stopWaiting();
+    this.body = body;
+    if (!this.connection.isOpen) return void (await body.return());
+    this.connection.watch(request.socket);
+    this.stream = streams.track(response, this.connection, (ended) => ended.end());
+    this.connection.take();
+    await writeStream(body, init, this.stream);
   }
 
-  [Symbol.asyncIterator](): this {
-    return this;
+  expired(connection: LiveConnection): void {
+    connection.failEach(connection.expiredErrors);
+    this.endAfterLastWords();
   }
 
-  private readonly passOn = (next: IteratorResult<FormattedExecutionResult>): IteratorResult<FormattedExecutionResult> => {
-    if (next.done) this.running.delete(this);
-    return next;
-  };
+  stopping(connection: LiveConnection): void {
+    connection.completeEach();
+    this.endAfterLastWords();
+  }
 
-  private readonly lastAnswer = (error: unknown): IteratorResult<FormattedExecutionResult> => {
-    if (!(error instanceof SubscriptionFailure)) throw error;
-    this.failed = true;
-    return { value: { errors: error.errors }, done: false };
-  };
+  cut(): void {
+    if (this.stream) this.stream.cut();
+    else this.connection.end();
+  }
+
+  /** Each operation's last event is queued once its loop sees the end (promise jobs, no I/O); then the stream ends. */
+  private endAfterLastWords(): void {
+    setImmediate(() => {
+      if (this.stream) this.stream.finish();
+      else this.connection.end();
+    });
+  }
+
+  /** Its connection ended: the handler lets go of its stream (and of its operations), the token names nothing any more. */
+  private ended(): void {
+    this.stopWaiting();
+    this.reservations.forget(this);
+    if (this.body !== undefined) return void this.body.return();
+    void this.letGo();
+  }
+
+  private async letGo(): Promise<void> {
+    const headers = { get: (name: string) => (name === 'accept' ? 'text/event-stream' : name === TOKEN_HEADER_KEY ? this.token : null) };
+    const [body] = await this.reservations.handler({
+      method: 'GET',
+      url: SSE_PATH,
+      headers,
+      body: null,
+      raw: undefined,
+      context: this.context,
+    });
+    if (body !== null && typeof body !== 'string') await body.return();
+  }
 }

@@ -3,6 +3,7 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from '../logger.js';
 import type { SubscriptionTransport } from '../observability/labels.js';
 import type { SubscriptionMetrics } from '../observability/subscription-metrics.js';
+import type { ConnectionEnds, LiveConnection } from '../operations/live-connections.js';
 
 export interface StreamedResponsesOptions {
   transport: SubscriptionTransport;
@@ -12,41 +13,60 @@ export interface StreamedResponsesOptions {
   logger: Logger;
 }
 
-/** One response that streams a subscription's events, from its headers to its end. */
+/**
+ * One response that streams a live connection's events, from its headers to its end: the HTTP
+ * side of a `LiveConnection`. It writes each frame without waiting for the client, within the
+ * unsent-data bound; its end (the response's close, or its socket's) ends the connection.
+ */
 export class StreamedResponse {
   /** Why the server dropped it, if it did. */
   endedFor: 'unread data' | undefined;
   private finishing: (() => void) | undefined;
-  readonly closed: Promise<void>;
 
   constructor(
     readonly response: ServerResponse,
+    readonly connection: LiveConnection,
     private readonly maxBufferedBytes: number,
     /** How the stream ends cleanly: its protocol's last words, then the response's end. */
     finish: (response: ServerResponse) => void,
   ) {
     this.finishing = () => finish(response);
-    this.closed = new Promise((resolve) => response.once('close', () => resolve()));
+  }
+
+  get closed(): Promise<void> {
+    return this.connection.closed;
   }
 
   /** Whether nothing more can be written: the client went, the server dropped it, or it finished. */
   get isOver(): boolean {
-    return this.finishing === undefined || this.response.destroyed || this.response.writableEnded;
+    return this.finishing === undefined || !this.connection.isOpen || this.response.destroyed || this.response.writableEnded;
   }
 
   /**
-   * Writes `chunk` without waiting for the client to read it; past `maxBufferedBytes` held unsent,
-   * the connection is dropped at once (a client that does not read would not read an end either).
-   * Answers false once nothing more can be written.
+   * Writes `chunk` without waiting for the client to read it, if the client has taken what it
+   * was sent before: past `maxBufferedBytes` still unsent (the response's own queue, and its
+   * socket's), the connection is dropped at once, as a client that does not read would not read
+   * an end either. The bound is on what the client has not taken yet, not on the frame: one
+   * event larger than the bound reaches a client that keeps up. Answers false once nothing more
+   * can be written.
    */
   write(chunk: string): boolean {
     if (this.isOver) return false;
+    if (this.response.writableLength > this.maxBufferedBytes) {
+      this.drop();
+      return false;
+    }
     this.response.write(chunk);
-    if (this.response.writableLength <= this.maxBufferedBytes) return true;
-    this.finishing = undefined;
-    this.endedFor = 'unread data';
-    this.response.destroy();
-    return false;
+    return true;
+  }
+
+  /**
+   * Writes a keep-alive frame, the one way both doors keep a stream alive: only when nothing is
+   * waiting to be sent (a stream still sending needs none), so that a keep-alive never counts
+   * against a reader busy taking a large event.
+   */
+  keepAlive(frame: string): void {
+    if (this.response.headersSent && this.response.writableLength === 0) this.write(frame);
   }
 
   /** Ends the stream in its protocol's words, once (nothing when the connection is gone). */
@@ -55,32 +75,50 @@ export class StreamedResponse {
     this.finishing = undefined;
     if (finishing !== undefined && !this.response.destroyed && !this.response.writableEnded) finishing();
   }
+
+  /** Cuts the connection: the socket under it closes. */
+  cut(): void {
+    this.finishing = undefined;
+    this.response.destroy();
+    this.response.req.socket.resetAndDestroy();
+  }
+
+  private drop(): void {
+    this.endedFor = 'unread data';
+    this.cut();
+  }
 }
 
+/** What a door does for one of its streams when the connection ends it (see `ConnectionEnds`); `cut` is the stream's own. */
+export type StreamEnds = Omit<ConnectionEnds, 'cut'>;
+
 /**
- * The streaming responses of one HTTP subscription door: each bounded (see `StreamedResponse`),
- * counted while open (`graphql_event_streams_open`), its end logged once, and every one finished
- * cleanly when the server stops.
+ * The streaming responses of one HTTP subscription door: counted while open
+ * (`graphql_event_streams_open`), each bounded (see `StreamedResponse`), its end logged once.
+ * The connection of each, and its completion when the server stops, are the pipeline's
+ * (`LiveConnections`).
  */
 export class StreamedResponses {
   private readonly open = new Set<StreamedResponse>();
-  private closing = false;
 
   constructor(private readonly options: StreamedResponsesOptions) {}
 
-  get isClosing(): boolean {
-    return this.closing;
-  }
-
-  /** Tracks `response` (whose headers the door has written) until it closes; `finish` writes its protocol's end. */
-  track(response: ServerResponse, finish: (response: ServerResponse) => void): StreamedResponse {
+  /**
+   * Tracks `response` for `connection` (whose socket the connection watches): until it closes.
+   * A response is never kept alive after a stream: a request pipelined behind it waits unrun, and
+   * goes with the connection. `finish` writes its protocol's end.
+   */
+  track(response: ServerResponse, connection: LiveConnection, finish: (response: ServerResponse) => void): StreamedResponse {
     const { transport, metrics, logger, maxBufferedBytes } = this.options;
-    const stream = new StreamedResponse(response, maxBufferedBytes, finish);
+    const stream = new StreamedResponse(response, connection, maxBufferedBytes, finish);
+    response.shouldKeepAlive = false;
     this.open.add(stream);
     metrics.eventStreamOpened(transport);
-    void stream.closed.then(() => {
+    response.once('close', () => connection.end());
+    void connection.closed.then(() => {
       this.open.delete(stream);
       metrics.eventStreamClosed(transport);
+      if (!response.destroyed && !response.writableFinished) stream.cut();
       if (stream.endedFor !== undefined) {
         logger.info({ transport, endedFor: stream.endedFor }, `event stream ended by the server: ${stream.endedFor}`);
       }
@@ -91,17 +129,5 @@ export class StreamedResponses {
   /** Each open stream, for a beat that writes to all of them. */
   each(write: (stream: StreamedResponse) => void): void {
     for (const stream of this.open) write(stream);
-  }
-
-  /** Finishes every open stream (`end` ends what feeds it first) and resolves once they are closed. */
-  async close(end: (stream: StreamedResponse) => Promise<void> | void): Promise<void> {
-    this.closing = true;
-    await Promise.all(
-      [...this.open].map(async (stream) => {
-        await end(stream);
-        stream.finish();
-        await stream.closed;
-      }),
-    );
   }
 }

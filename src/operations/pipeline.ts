@@ -17,6 +17,7 @@ import { Documents } from './documents.js';
 import { Execution } from './execution.js';
 import { ErrorFormat } from './format.js';
 import { checkOperationCost } from './limits.js';
+import { LiveConnections } from './live-connections.js';
 import { type Observation, OperationObserver } from './observer.js';
 import {
   type LiveOptions,
@@ -77,6 +78,8 @@ export class OperationPipeline {
   readonly format: ErrorFormat;
   readonly observer: OperationObserver;
   readonly admission: AdmissionChecks;
+  /** Every live connection (WebSocket, event stream), whatever its door: counted, bounded, ended when its client goes or its credential expires. */
+  readonly connections: LiveConnections;
   private readonly live: LiveSubscriptions;
 
   constructor(options: PipelineOptions) {
@@ -87,6 +90,7 @@ export class OperationPipeline {
     this.observer = new OperationObserver(options.metrics, options.logger, options.tracer);
     this.admission = new AdmissionChecks(options.admissionChecks);
     this.live = new LiveSubscriptions(this, options.live);
+    this.connections = new LiveConnections(options.live.connectionLimits, options.live.clock, this.format);
   }
 
   /**

@@ -15,6 +15,7 @@ import {
 } from 'graphql';
 
 import type { Caller } from '../auth/authenticator.js';
+import type { Clock } from '../clock.js';
 import type { CreateContext } from '../context.js';
 import { badRequest, failureOf, withFailureKinds } from '../errors.js';
 import type { SubscriptionTransport } from '../observability/labels.js';
@@ -24,6 +25,7 @@ import { ENDED } from '../shared/iteration.js';
 import type { Documents } from './documents.js';
 import type { Execution } from './execution.js';
 import type { ErrorFormat } from './format.js';
+import type { LiveConnectionLimits } from './live-connections.js';
 import type { Observation, OperationObserver } from './observer.js';
 import { SharedExecutions } from './shared-executions.js';
 import { CallerSubscriptions } from './subscription-caps.js';
@@ -84,6 +86,10 @@ export interface LiveOptions {
   documentOf(reference: DocumentReference): string | undefined;
   /** Subscriptions one caller may run at once, over every transport. */
   subscriptionsPerCaller: number;
+  /** Live connections (sockets and streams) one caller and one address may hold open at once, over every transport. */
+  connectionLimits: LiveConnectionLimits;
+  /** Times credential expiries. */
+  clock: Clock;
   metrics: SubscriptionMetrics;
 }
 

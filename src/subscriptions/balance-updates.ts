@@ -149,6 +149,11 @@ class BalanceUpdates implements AsyncIterableIterator<BalanceEvent> {
     return Promise.resolve(ENDED);
   }
 
+  /** Ends it as `return` does. */
+  throw(): Promise<IteratorResult<BalanceEvent>> {
+    return this.return();
+  }
+
   [Symbol.asyncIterator](): this {
     return this;
   }

@@ -90,6 +90,11 @@ class ConversationChanges implements AsyncIterableIterator<ConversationChange> {
     return Promise.resolve(ENDED);
   }
 
+  /** Ends it as `return` does: graphql-js, and libraries, may end a source stream either way. */
+  throw(): Promise<IteratorResult<ConversationChange>> {
+    return this.return();
+  }
+
   [Symbol.asyncIterator](): this {
     return this;
   }

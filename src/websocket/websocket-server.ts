@@ -8,18 +8,18 @@ import { type Server as WebSocketServerOf, type ServerOptions, WebSocketServer }
 
 import type { Authenticator, Caller } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
-import { badRequest, failureOf, graphqlAnswer, tooManyWebsockets } from '../errors.js';
+import { badRequest, failureOf, graphqlAnswer } from '../errors.js';
 import { GRAPHQL_PATH, routesTo } from '../http/route-paths.js';
 import { routeUpgrades } from '../http/upgrades.js';
 import { BODY_LIMIT_BYTES, WEBSOCKET_MESSAGE_ASSEMBLY } from '../limits.js';
 import type { Logger } from '../logger.js';
 import type { SubscriptionMetrics } from '../observability/subscription-metrics.js';
+import { type ConnectionEnds, isBehindLiveStream, type LiveConnection } from '../operations/live-connections.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
 import { flatRequestId, type LiveResults, type Refusal, type Subscriber } from '../operations/subscriptions.js';
 import { checkOrigin } from '../security/cross-origin.js';
 import { addressKey, type RateLimits } from '../security/rate-limit.js';
 import { type BoundedWebSocket, boundedWebSocketClass } from './bounded-websocket.js';
-import { CredentialExpiries } from './credential-expiries.js';
 import { openProtocol } from './protocol-socket.js';
 import { SocketOperations } from './socket-operations.js';
 
@@ -39,8 +39,6 @@ const TRY_AGAIN_LATER = 1013;
 const CLOSE_REASON_BYTES = 123;
 
 export interface WebSocketLimits {
-  /** Sockets one client address may hold open at once to this process. */
-  websocketsPerAddress: number;
   /** What the server may hold unsent for one socket, in bytes: past it, the socket is dropped. */
   bufferedBytesPerConnection: number;
   /** Messages a second one socket may send, every kind counted, with bursts (`RATE_LIMIT`; 0: no limit). */
@@ -73,6 +71,8 @@ export interface WebSocketDoor {
 /** What this server keeps about one socket: the `extra` of its graphql-ws context. */
 interface SocketState {
   socket: BoundedWebSocket;
+  /** Its live connection: counted per address and caller, ended at its credential's expiry, releasing its operations when it closes. */
+  connection: LiveConnection;
   caller?: Caller;
   /** Until its `connection_init` arrives: the timer that closes it if none does. */
   cancelInitWait?: () => void;
@@ -84,8 +84,6 @@ interface SocketState {
 interface SocketServer {
   options: WebSocketDoorOptions;
   websockets: WebSocketServerOf<ReturnType<typeof boundedWebSocketClass>>;
-  socketsByAddress: Map<string, number>;
-  expiries: CredentialExpiries<BoundedWebSocket>;
   closing: boolean;
 }
 
@@ -115,8 +113,6 @@ export function startWebSocketDoor(options: WebSocketDoorOptions): WebSocketDoor
   const server: SocketServer = {
     options,
     websockets: new WebSocketServer<ReturnType<typeof boundedWebSocketClass>>(websocketServerOptions(options)),
-    socketsByAddress: new Map(),
-    expiries: new CredentialExpiries(options.clock),
     closing: false,
   };
   const protocol = makeServer(protocolOptions(server));
@@ -159,6 +155,8 @@ function websocketServerOptions({ limits, clock }: WebSocketDoorOptions) {
 
 /** A WebSocket opening on /graphql: the one upgrade this server takes; any other request is served over HTTP. */
 function isGraphqlWebSocket(request: IncomingMessage): boolean {
+  // One pipelined behind an event stream would take the stream's socket: it is an ordinary request, and waits unrun.
+  if (isBehindLiveStream(request.socket)) return false;
   return request.method === 'GET' && request.headers.upgrade?.toLowerCase() === 'websocket' && routedToGraphql(request);
 }
 
@@ -173,17 +171,20 @@ async function acceptSocket(
   const { options, websockets } = server;
   // Counted as the rate limits count addresses: an IPv6 client by its /64, inside which it can rotate freely.
   const address = addressKey(options.clientAddress(request));
+  const ends = new SocketEnds();
+  let connection: LiveConnection;
   try {
     checkOrigin(request, options.corsOrigins);
     await options.rateLimits.countAddress(address);
-    const { websocketsPerAddress } = options.limits;
-    if ((server.socketsByAddress.get(address) ?? 0) >= websocketsPerAddress) throw tooManyWebsockets(websocketsPerAddress);
+    // Counted with the address's event streams from here; it ends when the socket closes, upgraded or not.
+    connection = options.pipeline.connections.connect('websocket', address, ends, { socket });
   } catch (error) {
     refuseUpgrade(socket, failureOf(error));
     return;
   }
   websockets.handleUpgrade(request, socket, head, (websocket) => {
-    const state = track(server, websocket, address);
+    ends.websocket = websocket;
+    const state = track(server, websocket, address, connection);
     // A client's protocol error (a message over the size limit, a bad frame) closes its socket with the right code already (1009, 1002).
     websocket.on('error', (error) => options.logger.debug({ err: error, address }, 'WebSocket closed for a protocol error'));
     openProtocol(protocol, websocket, state, options.logger);
@@ -197,25 +198,22 @@ async function acceptSocket(
  * any stage (their per-caller count, gauge and change-feed listeners), its wait for
  * `connection_init` and its place among the credential expiries.
  */
-function track(server: SocketServer, websocket: BoundedWebSocket, address: string): SocketState {
+function track(server: SocketServer, websocket: BoundedWebSocket, address: string, connection: LiveConnection): SocketState {
   const { metrics, logger, clock } = server.options;
   const state: SocketState = {
     socket: websocket,
+    connection,
     operations: new SocketOperations(),
     cancelInitWait: clock.schedule(
       () => websocket.close(CloseCode.ConnectionInitialisationTimeout, 'Connection initialisation timeout'),
       CONNECTION_INIT_WAIT_MS,
     ),
   };
-  server.socketsByAddress.set(address, (server.socketsByAddress.get(address) ?? 0) + 1);
   metrics.websocketOpened();
   websocket.once('close', (code, reason) => {
     state.cancelInitWait?.();
-    if (state.caller?.acceptedUntil !== undefined) server.expiries.forget(websocket, state.caller.acceptedUntil);
     state.operations.endAll();
-    const left = (server.socketsByAddress.get(address) ?? 1) - 1;
-    if (left === 0) server.socketsByAddress.delete(address);
-    else server.socketsByAddress.set(address, left);
+    connection.end();
     metrics.websocketClosed();
     if (websocket.endedFor === undefined) logger.debug({ address, code, reason: reason.toString() }, 'WebSocket closed');
     else logger.info({ address, code, endedFor: websocket.endedFor }, `WebSocket ended by the server: ${websocket.endedFor}`);
@@ -260,8 +258,14 @@ async function authenticate(server: SocketServer, state: SocketState, context: S
   }
   // A socket that closed meanwhile gets nothing that would outlive it (its place among the expiries).
   if (caller === null || socket.readyState !== socket.OPEN) return false;
+  try {
+    // Counted against the caller's cap of live connections, and closed with 4403 when the credential expires.
+    state.connection.identify(caller);
+  } catch (error) {
+    socket.close(TRY_AGAIN_LATER, failureOf(error).message.slice(0, CLOSE_REASON_BYTES));
+    return false;
+  }
   state.caller = caller;
-  if (caller.acceptedUntil !== undefined) server.expiries.add(socket, caller.acceptedUntil);
   return true;
 }
 
@@ -301,8 +305,27 @@ async function startOperation(
   }
   // Completed by the client (graphql-ws no longer holds its id, and sends nothing for it) or closed while it started.
   if (!(id in context.subscriptions)) operation.end();
-  if (!operation.run(answer)) return [new GraphQLError('completed before it started')];
+  if (!operation.run(context.extra.connection.adopt(answer, operation.requestId, 'rejection'))) {
+    return [new GraphQLError('completed before it started')];
+  }
   return { schema: pipeline.schema, document: STARTED_BY_THE_PIPELINE };
+}
+
+/** How the live connections end a socket: 4403 when its credential expires, 1001 when the server stops. */
+class SocketEnds implements ConnectionEnds {
+  websocket: BoundedWebSocket | undefined;
+
+  expired(): void {
+    this.websocket?.close(CloseCode.Forbidden, 'Forbidden: credential expired');
+  }
+
+  stopping(): void {
+    this.websocket?.close(GOING_AWAY, 'server stopping');
+  }
+
+  cut(): void {
+    this.websocket?.terminate();
+  }
 }
 
 /** Answers an upgrade request it will not accept as `/graphql` answers over HTTP, then closes the connection. */

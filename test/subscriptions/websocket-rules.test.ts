@@ -287,8 +287,8 @@ describe('what a socket may run', () => {
     const refusal = await refusalOf(connect(gateway.url, { connectionParams: {} }));
     expect(refusal.status).toBe(429);
     expect(JSON.parse(refusal.body).errors[0]).toEqual({
-      message: 'too many WebSockets from this address: at most 3 at once',
-      extensions: { code: 'TOO_MANY_WEBSOCKETS' },
+      message: 'too many live connections (WebSockets and event streams) from this address: at most 3 at once',
+      extensions: { code: 'TOO_MANY_CONNECTIONS' },
     });
     await more.pop()!.close();
     await expect.poll(async () => ((await (await fetch(`${gateway.url}/readyz`)).json()) as { websockets: number }).websockets).toBe(2);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { CredentialExpiries } from '../../src/websocket/credential-expiries.js';
+import { CredentialExpiries } from '../../src/operations/credential-expiries.js';
 import { ManualClock } from '../support/clock.js';
 
 /** A socket that records how it was closed. */
@@ -30,7 +30,7 @@ function countingClock() {
 describe('credential expiries', () => {
   it('close each socket with 4403 at its moment, and no other', async () => {
     const { clock } = countingClock();
-    const expiries = new CredentialExpiries<Socket>(clock);
+    const expiries = new CredentialExpiries<Socket>(clock, (socket) => socket.close(4403, 'Forbidden: credential expired'));
     const [soon, later] = [new Socket(), new Socket()];
     expiries.add(soon, 1_060_000);
     expiries.add(later, 1_120_000);
@@ -45,7 +45,7 @@ describe('credential expiries', () => {
 
   it('share one timer among the sockets due at one moment, and let it go with the last one forgotten', async () => {
     const { clock, armed } = countingClock();
-    const expiries = new CredentialExpiries<Socket>(clock);
+    const expiries = new CredentialExpiries<Socket>(clock, (socket) => socket.close(4403, 'Forbidden: credential expired'));
     const sockets = Array.from({ length: 1_000 }, () => new Socket());
     for (const socket of sockets) expiries.add(socket, 1_060_000);
     expect(armed()).toBe(1);
@@ -59,7 +59,7 @@ describe('credential expiries', () => {
 
   it('ignore forgetting a socket it never held', () => {
     const { clock, armed } = countingClock();
-    const expiries = new CredentialExpiries<Socket>(clock);
+    const expiries = new CredentialExpiries<Socket>(clock, (socket) => socket.close(4403, 'Forbidden: credential expired'));
     const held = new Socket();
     expiries.add(held, 1_060_000);
     expiries.forget(new Socket(), 1_060_000);

@@ -1,0 +1,343 @@
+import type { Duplex } from 'node:stream';
+
+import type { FormattedExecutionResult } from 'graphql';
+
+import type { Caller } from '../auth/authenticator.js';
+import type { Clock } from '../clock.js';
+import { credentialExpired, tooManyConnections } from '../errors.js';
+import type { SubscriptionTransport } from '../observability/labels.js';
+import { ENDED } from '../shared/iteration.js';
+import { CredentialExpiries } from './credential-expiries.js';
+import type { ErrorFormat } from './format.js';
+import { type LiveResults, SubscriptionFailure } from './subscriptions.js';
+
+/** Live connections one caller, and one client address, may hold open at once, every transport counted together. */
+export interface LiveConnectionLimits {
+  perCaller: number;
+  perAddress: number;
+}
+
+/** What a door does when the connection ends its client's stream or socket, in its protocol's words. */
+export interface ConnectionEnds {
+  /** The caller's credential expired (a WebSocket closes with 4403; a stream ends its subscriptions with UNAUTHENTICATED). */
+  expired(connection: LiveConnection): void;
+  /** The server stops: complete every subscription, then end. */
+  stopping(connection: LiveConnection): void;
+  /** Past the shutdown budget, or never able to end cleanly: cut the connection. */
+  cut(): void;
+}
+
+/** What a subscription does when it fails or its connection expires: its errors as a last answer (SSE), or a rejected `next` (the others). */
+export type FailureShape = 'last answer' | 'rejection';
+
+/** Sockets that carry a live connection now (see `isBehindLiveStream`). */
+const streaming = new WeakSet<Duplex>();
+
+/**
+ * Whether `socket` carries an open live connection: an upgrade request pipelined behind an event
+ * stream must not take the stream's socket (the app runs other pipelined requests in turn).
+ */
+export function isBehindLiveStream(socket: Duplex | null | undefined): boolean {
+  return socket != null && streaming.has(socket);
+}
+
+/**
+ * Every live connection of the process, whatever its door: a WebSocket, a Server-Sent Events
+ * stream (distinct, or a single-connection stream from its reservation on), a multipart
+ * response. Each is counted per client address from the moment it opens and per caller from the
+ * moment its caller is known, within `LiveConnectionLimits`; ends when its credential expires;
+ * releases every subscription it holds and its place in the counts when it ends, whatever the
+ * moment (`ended`, which the door calls when the socket under it closes); and `close` completes
+ * every one within the shutdown budget.
+ */
+export class LiveConnections {
+  private readonly byCaller = new Map<number, number>();
+  private readonly byAddress = new Map<string, number>();
+  private readonly open = new Set<LiveConnection>();
+  private readonly expiries: CredentialExpiries<LiveConnection>;
+  private closing = false;
+
+  constructor(
+    private readonly limits: LiveConnectionLimits,
+    clock: Clock,
+    private readonly format: ErrorFormat,
+  ) {
+    this.expiries = new CredentialExpiries(clock, (connection) => connection.ends.expired(connection));
+  }
+
+  get isClosing(): boolean {
+    return this.closing;
+  }
+
+  /**
+   * Opens a connection for a client at `address` (and `caller`, when known already), throwing
+   * TOO_MANY_CONNECTIONS past a cap. With `socket`, the connection ends when that socket closes,
+   * at once if it has closed already, and the socket is known to carry a live stream.
+   */
+  connect(
+    transport: SubscriptionTransport,
+    address: string,
+    ends: ConnectionEnds,
+    options: { caller?: Caller; socket?: Duplex } = {},
+  ): LiveConnection {
+    if ((this.byAddress.get(address) ?? 0) >= this.limits.perAddress) throw tooManyConnections(this.limits.perAddress, 'address');
+    if (options.caller !== undefined) this.checkCaller(options.caller);
+    const connection = new LiveConnection(this, transport, address, ends);
+    add(this.byAddress, address, 1);
+    this.open.add(connection);
+    if (options.caller !== undefined) this.identify(connection, options.caller);
+    if (options.socket !== undefined) connection.watch(options.socket);
+    return connection;
+  }
+
+  /** `connection`'s caller is known: counted, and its end scheduled for the credential's expiry. Throws TOO_MANY_CONNECTIONS past the cap. */
+  identify(connection: LiveConnection, caller: Caller): void {
+    if (!connection.isOpen || connection.caller !== undefined) return;
+    this.checkCaller(caller);
+    connection.caller = caller;
+    add(this.byCaller, caller.userId, 1);
+    if (caller.acceptedUntil !== undefined) this.expiries.add(connection, caller.acceptedUntil);
+  }
+
+  /** Called once per connection, when it ended: its counts and its expiry let go. */
+  released(connection: LiveConnection): void {
+    this.open.delete(connection);
+    add(this.byAddress, connection.address, -1);
+    const caller = connection.caller;
+    if (caller === undefined) return;
+    add(this.byCaller, caller.userId, -1);
+    if (caller.acceptedUntil !== undefined) this.expiries.forget(connection, caller.acceptedUntil);
+  }
+
+  /** The errors a subscription ends with when its credential expires, formatted. */
+  expiredErrors(requestId: string): SubscriptionFailure {
+    return new SubscriptionFailure(this.format.render([credentialExpired()], requestId));
+  }
+
+  /**
+   * Completes every connection in its protocol's words, and cuts each one still open
+   * `budgetMs` later (a client that does not read its end); resolves once all have ended.
+   */
+  async close(budgetMs: number): Promise<void> {
+    this.closing = true;
+    const open = [...this.open];
+    for (const connection of open) connection.ends.stopping(connection);
+    const all = Promise.all(open.map((connection) => connection.closed));
+    let timer: NodeJS.Timeout | undefined;
+    const budget = new Promise<'over'>((resolve) => (timer = setTimeout(() => resolve('over'), budgetMs).unref()));
+    if ((await Promise.race([all, budget])) === 'over') for (const connection of this.open) connection.ends.cut();
+    clearTimeout(timer);
+    await Promise.all(open.map((connection) => connection.released()));
+  }
+
+  private checkCaller(caller: Caller): void {
+    if ((this.byCaller.get(caller.userId) ?? 0) >= this.limits.perCaller) throw tooManyConnections(this.limits.perCaller, 'caller');
+  }
+}
+
+/** Adds `delta` to `key`'s count, forgetting a count that reaches zero. */
+function add<K>(counts: Map<K, number>, key: K, delta: number): void {
+  const count = (counts.get(key) ?? 0) + delta;
+  if (count <= 0) counts.delete(key);
+  else counts.set(key, count);
+}
+
+/**
+ * One live connection, whatever its door: its client's address and caller, the subscriptions it
+ * carries (`adopt`), and whether its client takes events now (`take`: a single-connection SSE
+ * stream reserved and not yet connected takes none, and its subscriptions run nothing until it
+ * does). It ends once (`end`), releasing everything it holds.
+ */
+export class LiveConnection {
+  caller: Caller | undefined;
+  readonly closed: Promise<void>;
+  private resolveClosed!: () => void;
+  private readonly subscriptions = new Set<ConnectionSubscription>();
+  private readonly returning = new Set<Promise<void>>();
+  private taking: Promise<void> | undefined;
+  private startTaking: (() => void) | undefined;
+  private over = false;
+  private unwatch: (() => void) | undefined;
+
+  constructor(
+    private readonly connections: LiveConnections,
+    readonly transport: SubscriptionTransport,
+    readonly address: string,
+    readonly ends: ConnectionEnds,
+  ) {
+    this.closed = new Promise((resolve) => (this.resolveClosed = resolve));
+  }
+
+  get isOpen(): boolean {
+    return !this.over;
+  }
+
+  /** Its subscriptions wait for `take()` before they run anything (a reservation not yet connected). */
+  hold(): void {
+    if (this.taking === undefined) this.taking = new Promise((resolve) => (this.startTaking = resolve));
+  }
+
+  /** Its client takes events now. */
+  take(): void {
+    this.startTaking?.();
+    this.startTaking = undefined;
+    this.taking = undefined;
+  }
+
+  /** Ends when `socket` closes (at once if it has): the client went, however and whenever. */
+  watch(socket: Duplex): void {
+    if (socket.destroyed || socket.closed) return this.end();
+    const end = () => this.end();
+    socket.once('close', end);
+    streaming.add(socket);
+    const previous = this.unwatch;
+    this.unwatch = () => {
+      previous?.();
+      socket.off('close', end);
+      streaming.delete(socket);
+    };
+  }
+
+  /**
+   * `results` as a subscription of this connection: held while the connection takes nothing,
+   * ended when it ends (at once if it has ended already), its failure in `shape`.
+   */
+  adopt(results: LiveResults, requestId: string, shape: FailureShape): LiveResults {
+    const subscription = new ConnectionSubscription(results, this, requestId, shape);
+    if (this.over) subscription.endNow();
+    else this.subscriptions.add(subscription);
+    return subscription;
+  }
+
+  /** Ends each of its subscriptions with `failure` (the credential expired): their last answer, or a rejected `next`. */
+  failEach(failure: (requestId: string) => SubscriptionFailure): void {
+    for (const subscription of [...this.subscriptions]) subscription.fail(failure(subscription.requestId));
+  }
+
+  /** Ends each of its subscriptions cleanly (their `complete`): the server stops. */
+  completeEach(): void {
+    for (const subscription of [...this.subscriptions]) subscription.endNow();
+  }
+
+  /** The errors of an expired credential, for `failEach`. */
+  readonly expiredErrors = (requestId: string): SubscriptionFailure => this.connections.expiredErrors(requestId);
+
+  /** Whether its subscriptions have all ended. */
+  get isIdle(): boolean {
+    return this.subscriptions.size === 0;
+  }
+
+  /** Its caller is known (see `LiveConnections.identify`). */
+  identify(caller: Caller): void {
+    this.connections.identify(this, caller);
+  }
+
+  /** The connection is over: every subscription ends, its counts and its expiry are let go. Idempotent. */
+  end(): void {
+    if (this.over) return;
+    this.over = true;
+    this.unwatch?.();
+    this.unwatch = undefined;
+    this.take();
+    for (const subscription of [...this.subscriptions]) subscription.endNow();
+    this.connections.released(this);
+    this.resolveClosed();
+  }
+
+  /** Waits while the connection takes nothing. */
+  whenTaking(): Promise<void> | undefined {
+    return this.taking;
+  }
+
+  /** `subscription` ended; `returned` settles once its source stream has let go of what it held. */
+  forget(subscription: ConnectionSubscription, returned: Promise<void>): void {
+    this.subscriptions.delete(subscription);
+    this.returning.add(returned);
+    void returned.then(() => this.returning.delete(returned));
+  }
+
+  /** Settles once every subscription it ended has let go of its source stream. */
+  async released(): Promise<void> {
+    await this.closed;
+    await Promise.all([...this.returning]);
+  }
+}
+
+/**
+ * The one shape of a subscription's results as a door writes them: the pipeline's results, which
+ * run nothing while the connection takes nothing, end when the connection does, and turn a
+ * failure (the stream's, or the credential's expiry) into the door's shape. `return` and `throw`
+ * both end it, once.
+ */
+class ConnectionSubscription implements LiveResults {
+  private failure: SubscriptionFailure | undefined;
+  private ended = false;
+
+  constructor(
+    private readonly results: LiveResults,
+    private readonly connection: LiveConnection,
+    readonly requestId: string,
+    private readonly shape: FailureShape,
+  ) {}
+
+  async next(): Promise<IteratorResult<FormattedExecutionResult>> {
+    if (!this.ended) await this.connection.whenTaking();
+    if (this.ended) return this.finalAnswer();
+    let next: IteratorResult<FormattedExecutionResult>;
+    try {
+      next = await this.results.next();
+    } catch (error) {
+      this.endNow();
+      if (!(error instanceof SubscriptionFailure)) throw error;
+      this.failure ??= error;
+      return this.finalAnswer();
+    }
+    if (this.ended || next.done) {
+      this.endNow();
+      return this.finalAnswer();
+    }
+    return next;
+  }
+
+  return(): Promise<IteratorResult<FormattedExecutionResult>> {
+    this.failure = undefined;
+    this.endNow();
+    return Promise.resolve(ENDED);
+  }
+
+  throw(): Promise<IteratorResult<FormattedExecutionResult>> {
+    return this.return();
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  /** Ends with `failure` as its last words (a pending `next` answers them). */
+  fail(failure: SubscriptionFailure): void {
+    if (this.ended) return;
+    this.failure = failure;
+    this.endNow();
+  }
+
+  endNow(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.connection.forget(
+      this,
+      this.results.return().then(
+        () => {},
+        () => {},
+      ),
+    );
+  }
+
+  /** After the end: the failure once, in the door's shape, then done. */
+  private finalAnswer(): Promise<IteratorResult<FormattedExecutionResult>> {
+    const failure = this.failure;
+    this.failure = undefined;
+    if (failure === undefined) return Promise.resolve(ENDED);
+    if (this.shape === 'rejection') return Promise.reject(failure);
+    return Promise.resolve({ value: { errors: failure.errors }, done: false });
+  }
+}
