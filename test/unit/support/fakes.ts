@@ -5,6 +5,7 @@ import { Registry } from 'prom-client';
 import type { AccountStore } from '../../../src/accounts/account.store.js';
 import { billingResolvers } from '../../../src/billing/billing.resolvers.js';
 import { BillingService } from '../../../src/billing/billing.service.js';
+import { systemClock } from '../../../src/clock.js';
 import { type CreateContext, RequestContext } from '../../../src/context.js';
 import type { ConversationRecord } from '../../../src/conversations/conversation.model.js';
 import { conversationResolvers } from '../../../src/conversations/conversation.resolvers.js';
@@ -316,6 +317,8 @@ export function testPipeline(
       createContext,
       documentOf: options.documentOf ?? ((reference) => (typeof reference.query === 'string' ? reference.query : undefined)),
       subscriptionsPerCaller: options.subscriptionsPerCaller ?? 20,
+      connectionLimits: { perCaller: 50, perAddress: 100 },
+      clock: systemClock,
       metrics: subscriptions,
     },
   });
