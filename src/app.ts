@@ -1,6 +1,6 @@
 import type { ApolloServer } from '@apollo/server';
 import { expressMiddleware } from '@as-integrations/express5';
-import express, { type Express, type RequestHandler } from 'express';
+import express, { type Express, type Request, type RequestHandler } from 'express';
 
 import type { Authenticator } from './auth/authenticator.js';
 import { callerOf, requireCaller } from './auth/require-caller.js';
@@ -14,7 +14,7 @@ import { healthRoutes, type ReadinessDetails } from './http/health.js';
 import type { Shutdown } from './http/lifecycle.js';
 import { GRAPHQL_PATH, SSE_PATH } from './http/route-paths.js';
 import type { HttpStreams } from './http-streams/index.js';
-import { asksForMultipartSubscription } from './http-streams/multipart.js';
+import { admittedByMultipartStep } from './http-streams/multipart.js';
 import { BODY_LIMIT_BYTES } from './limits.js';
 import type { Logger } from './logger.js';
 import type { GatewayMetrics } from './observability/metrics.js';
@@ -130,13 +130,15 @@ function graphqlRoutes(app: Express, options: AppOptions): void {
     GRAPHQL_PATH,
     notStored,
     requireCaller(authenticator),
-    pipeline.admission.step((request) => (asksForMultipartSubscription(request) ? 'multipart' : 'graphql')),
+    // A POST asking for multipart subscriptions is admitted by the multipart step, once its body says what it is.
+    unless(admittedByMultipartStep, pipeline.admission.step('graphql')),
     credentialedGetIsPreflighted,
     declaredBodyWithinLimit,
     express.json({ limit: BODY_LIMIT_BYTES }),
-    batchesOfAtMost(options.batchMax, pipeline.admission),
     // Before the trusted-documents step, which would hand Apollo the text: the pipeline applies that rule itself.
+    // Before the batch step, which admits a batch's further operations once the request is admitted.
     options.httpStreams.multipart,
+    batchesOfAtMost(options.batchMax, pipeline.admission),
     trustedDocumentsStep(options.trustedDocuments),
     expressMiddleware(apollo, {
       context: async ({ req, res }) => {
@@ -165,6 +167,11 @@ const inTurn: RequestHandler = (_request, response, next) => {
   if (response.socket !== null) return next();
   response.once('socket', () => next());
 };
+
+/** `step`, for the requests `skips` does not pick; the others go on as they are. */
+function unless(skips: (request: Request) => boolean, step: RequestHandler): RequestHandler {
+  return (request, response, next) => (skips(request) ? next() : step(request, response, next));
+}
 
 /**
  * Other methods are refused before credentials are looked at, as on the legacy paths: among

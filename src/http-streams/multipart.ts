@@ -39,13 +39,24 @@ export function asksForMultipartSubscription(request: IncomingMessage): boolean 
 }
 
 /**
+ * Whether `/graphql`'s admission waits for the multipart step: a POST asking for multipart
+ * subscriptions is admitted there, once its body says whether it is one (`multipartSubscriptions`).
+ */
+export function admittedByMultipartStep(request: IncomingMessage): boolean {
+  return request.method === 'POST' && asksForMultipartSubscription(request);
+}
+
+/**
  * The multipart door: Apollo's multipart HTTP subscriptions on `POST /graphql`, as Apollo Router
- * serves them. A step of `/graphql`'s route, after the caller is admitted and the JSON body read:
- * it takes a POST whose `Accept` asks for them and whose document is a subscription, and hands any
- * other request on to Apollo Server (which answers queries and mutations, and refuses a
- * subscription over plain HTTP). Apollo Server 5 does not serve subscriptions over HTTP, and its
- * request pipeline runs an operation to one answer; a subscription is many, so it is taken here,
- * before Apollo, and run by the same operation pipeline Apollo runs on.
+ * serves them. A step of `/graphql`'s route, after the caller is known and the JSON body read. For
+ * a POST whose `Accept` asks for them, it makes the request's one decision: the pipeline resolves
+ * the document it names (`OperationPipeline.resolve`: the trusted-documents rule, then the document
+ * stage, once), the request is admitted as `multipart` when that is a subscription and as `graphql`
+ * otherwise, and the resolved subscription goes to `subscribe` as it is. Any other request goes on
+ * to Apollo Server (which answers queries and mutations, and refuses a subscription over plain
+ * HTTP). Apollo Server 5 does not serve subscriptions over HTTP, and its request pipeline runs an
+ * operation to one answer; a subscription is many, so it is taken here, before Apollo, and run by
+ * the same operation pipeline Apollo runs on.
  *
  * Its live connection (the pipeline's `LiveConnections`) opens before the subscription does, so
  * that a client gone while it opens leaves nothing running. The answer is
@@ -57,12 +68,13 @@ export function asksForMultipartSubscription(request: IncomingMessage): boolean 
  */
 export function multipartSubscriptions(pipeline: OperationPipeline, streams: StreamedResponses): RequestHandler {
   return async (request, response, next) => {
+    if (!admittedByMultipartStep(request)) return next();
     const body: unknown = request.body;
-    if (request.method !== 'POST' || !asksForMultipartSubscription(request) || !isRecord(body) || !pipeline.isSubscription(body)) {
-      return next();
-    }
+    const subscription = isRecord(body) ? pipeline.resolve(body) : undefined;
     const caller = callerOf(response);
     const requestId = requestIdOf(request);
+    await pipeline.admission.admit({ caller, door: subscription === undefined ? 'graphql' : 'multipart', requestId });
+    if (subscription === undefined) return next();
     const { connections } = pipeline;
     const connection = connections.connect(
       'multipart',
@@ -76,7 +88,7 @@ export function multipartSubscriptions(pipeline: OperationPipeline, streams: Str
       { caller, socket: request.socket },
     );
     const stream = streams.track(response, connection, finish);
-    const answer = await pipeline.subscribe(body, { caller, door: 'multipart', requestId });
+    const answer = await pipeline.subscribe(subscription, { caller, door: 'multipart', requestId });
     if (!connection.isOpen || connections.isClosing) {
       if (!('refused' in answer)) await answer.return();
       if (!connection.isOpen) return;

@@ -18,7 +18,9 @@ export type AdmissionCheck = (admission: Admission) => Promise<void> | void;
 
 /**
  * The checks every door runs once its caller is known, in order, before anything of the operation
- * is read: the per-caller rate limit, and whatever the composition root adds. There is one list
+ * is read (a `POST /graphql` asking for multipart subscriptions: once its body says whether it
+ * is one, `http-streams/multipart.ts`): the per-caller rate limit, and whatever the composition
+ * root adds. There is one list
  * and every door runs it: HTTP requests (`/graphql` queries and mutations, the REST table, the
  * Server-Sent Events and multipart subscriptions) through `step`, and each subscribe message of
  * a WebSocket through `admit`, since one socket carries many operations.

@@ -24,6 +24,7 @@ import {
   type LiveResults,
   LiveSubscriptions,
   type Refusal,
+  type ResolvedSubscription,
   type Subscriber,
   type SubscribeRequest,
 } from './subscriptions.js';
@@ -33,6 +34,8 @@ export interface OperationRequest {
   text: string;
   /** `documentIdOf(text)`, when the door knows it already (the REST table computes it once, at start). */
   id?: string;
+  /** The document stage's answer for `text`, when the door has it already (`resolve`): not looked up again. */
+  document?: DocumentNode;
   operationName?: string | null;
   variables?: Record<string, unknown> | null;
   /** Known before any request (the REST table's): compiled on its first run. */
@@ -98,7 +101,7 @@ export class OperationPipeline {
    * known), or the errors refusing it before anything runs.
    */
   check(request: OperationRequest, observation: Observation): CheckedOperation | { errors: readonly GraphQLError[] } {
-    const document = this.documents.document(request.text, request.id);
+    const document = request.document ?? this.documents.document(request.text, request.id);
     if (!('kind' in document)) return { errors: document };
     const operation = getOperationAST(document, request.operationName ?? undefined);
     if (operation == null) return { errors: [badRequest('the document must name one operation (operationName) to run')] };
@@ -128,17 +131,19 @@ export class OperationPipeline {
    * A subscription, for a subscriber the door has admitted: its answers, formatted, until the door
    * calls `return()`; or the errors refusing it before anything ran.
    */
-  subscribe(request: SubscribeRequest, subscriber: Subscriber): Promise<LiveResults | Refusal> {
+  subscribe(request: SubscribeRequest | ResolvedSubscription, subscriber: Subscriber): Promise<LiveResults | Refusal> {
     return this.live.subscribe(request, subscriber);
   }
 
   /**
-   * Whether `request` names a valid subscription (by text, or by a trusted id the rule accepts):
-   * for a door that shares its route with queries and mutations. Anything else, invalid documents
-   * included, is left to the route's other door, which answers it.
+   * The subscription `request` names (by text, or by a trusted id the rule accepts), resolved once:
+   * the trusted-documents rule applied, the document parsed and validated, the operation it names a
+   * subscription. For a door that shares its route with queries and mutations, which decides with it
+   * whether the request is its own and then hands it to `subscribe` as it is. Anything else, invalid
+   * documents and refused ids included, is `undefined`: left to the route's other door, which answers it.
    */
-  isSubscription(request: SubscribeRequest): boolean {
-    return this.live.isSubscription(request);
+  resolve(request: SubscribeRequest): ResolvedSubscription | undefined {
+    return this.live.resolve(request);
   }
 
   /** The errors refusing a subscription for `error` (thrown by the admission sequence), formatted. */

@@ -36,6 +36,20 @@ export interface SubscribeRequest extends DocumentReference {
   variables?: Record<string, unknown> | null;
 }
 
+/**
+ * A request the document stage found to name a subscription, the trusted-documents rule applied
+ * once: its text and its parsed, validated document, for `subscribe` to run without looking either
+ * up again. Made only by `LiveSubscriptions.resolve`.
+ */
+export class ResolvedSubscription {
+  constructor(
+    readonly text: string,
+    readonly document: DocumentNode,
+    readonly operationName: string | null | undefined,
+    readonly variables: Record<string, unknown> | null | undefined,
+  ) {}
+}
+
 /** Who subscribes, through which door, under which request id (in its log lines and internal errors). */
 export interface Subscriber {
   readonly caller: Caller;
@@ -70,7 +84,7 @@ export class SubscriptionFailure extends Error {
 export interface SubscriptionStages {
   schema: GraphQLSchema;
   check(
-    request: { text: string; operationName?: string | null; variables?: Record<string, unknown> | null },
+    request: { text: string; document?: DocumentNode; operationName?: string | null; variables?: Record<string, unknown> | null },
     observation: Observation,
   ): { document: DocumentNode; operation: OperationDefinitionNode } | { errors: readonly GraphQLError[] };
   documents: Documents;
@@ -138,7 +152,8 @@ export class LiveSubscriptions {
     this.shared = new SharedExecutions(stages.schema);
   }
 
-  async subscribe(request: SubscribeRequest, subscriber: Subscriber): Promise<LiveResults | Refusal> {
+  /** A request, or one `resolve` found to be a subscription (its document is then not looked up again). */
+  async subscribe(request: SubscribeRequest | ResolvedSubscription, subscriber: Subscriber): Promise<LiveResults | Refusal> {
     const { caller, door, requestId } = subscriber;
     const { observer, format } = this.stages;
     const observation = observer.start(door, requestId);
@@ -148,10 +163,14 @@ export class LiveSubscriptions {
     };
     let run: EventRun;
     try {
-      const text = this.options.documentOf(request);
+      const resolved = request instanceof ResolvedSubscription ? request : undefined;
+      const text = request instanceof ResolvedSubscription ? request.text : this.options.documentOf(request);
       if (text === undefined) throw badRequest('a subscription must carry a GraphQL document');
       const variables = request.variables ?? undefined;
-      const checked = this.stages.check({ text, operationName: request.operationName, variables }, observation);
+      const checked = this.stages.check(
+        { text, document: resolved?.document, operationName: request.operationName, variables },
+        observation,
+      );
       if ('errors' in checked) return refuse(checked.errors);
       const { document, operation } = checked;
       if (operation.operation !== 'subscription') {
@@ -167,17 +186,20 @@ export class LiveSubscriptions {
     return this.open(run, observation);
   }
 
-  /** See `OperationPipeline.isSubscription`. */
-  isSubscription(request: SubscribeRequest): boolean {
+  /** See `OperationPipeline.resolve`. */
+  resolve(request: SubscribeRequest): ResolvedSubscription | undefined {
     let text: string | undefined;
     try {
       text = this.options.documentOf(request);
     } catch {
-      return false;
+      return undefined;
     }
-    const document = text === undefined ? undefined : this.stages.documents.document(text);
-    if (document === undefined || !('kind' in document)) return false;
-    return getOperationAST(document, request.operationName ?? undefined)?.operation === 'subscription';
+    if (text === undefined) return undefined;
+    const document = this.stages.documents.document(text);
+    if (!('kind' in document)) return undefined;
+    const operationName = request.operationName;
+    if (getOperationAST(document, operationName ?? undefined)?.operation !== 'subscription') return undefined;
+    return new ResolvedSubscription(text, document, operationName, request.variables);
   }
 
   /** Opens the source stream; a refusal there (no change streams) is the subscription's one answer. */

@@ -76,6 +76,27 @@ describe('a check added to the admission sequence', () => {
     ]);
   });
 
+  it('admits a POST asking for multipart subscriptions once, under the door that answers it', async () => {
+    const authorization = `Bearer ${await gateway.token(1)}`;
+    const multipartPost = (query: string) =>
+      fetch(`${gateway.url}/graphql`, {
+        method: 'POST',
+        headers: { authorization, 'content-type': 'application/json', accept: 'multipart/mixed;subscriptionSpec=1.0,application/json' },
+        body: JSON.stringify({ query }),
+      });
+    seen.length = 0;
+    const query = await multipartPost('{ quota }');
+    expect(query.status).toBe(200);
+    await query.body?.cancel();
+    const invalid = await multipartPost('subscription { nope }');
+    expect(invalid.status).toBe(400);
+    await invalid.body?.cancel();
+    const subscription = await multipartPost('subscription { quota }');
+    expect(subscription.headers.get('content-type')).toMatch(/^multipart\/mixed/);
+    await subscription.body?.cancel();
+    expect(seen.map(({ door }) => door)).toEqual(['graphql', 'graphql', 'multipart']);
+  });
+
   it('refuses through every door when it throws, in each door’s words', async () => {
     expect(await throughEveryDoor(REFUSED_USER)).toEqual({ graphql: 429, rest: 429, websocket: 'RATE_LIMITED', sse: 429, multipart: 429 });
   });

@@ -217,29 +217,53 @@ describe('the subscribe verb', () => {
   });
 });
 
-describe('isSubscription', () => {
+describe('resolve', () => {
+  const isSubscription = (pipeline: ReturnType<typeof live>['pipeline'], request: Parameters<typeof pipeline.resolve>[0]) =>
+    pipeline.resolve(request) !== undefined;
+
   it('tells a valid subscription from anything else', () => {
     const { pipeline } = live();
-    expect(pipeline.isSubscription({ query: QUOTA })).toBe(true);
-    expect(pipeline.isSubscription({ query: '{ quota }' })).toBe(false);
-    expect(pipeline.isSubscription({ query: 'subscription { nope }' })).toBe(false);
-    expect(pipeline.isSubscription({})).toBe(false);
+    expect(isSubscription(pipeline, { query: QUOTA })).toBe(true);
+    expect(isSubscription(pipeline, { query: '{ quota }' })).toBe(false);
+    expect(isSubscription(pipeline, { query: 'subscription { nope }' })).toBe(false);
+    expect(isSubscription(pipeline, {})).toBe(false);
   });
 
   it('picks the operation named, in a document of several', () => {
     const { pipeline } = live();
     const query = 'query Q { quota } subscription S { quota }';
-    expect(pipeline.isSubscription({ query, operationName: 'S' } as never)).toBe(true);
-    expect(pipeline.isSubscription({ query, operationName: 'Q' } as never)).toBe(false);
+    expect(isSubscription(pipeline, { query, operationName: 'S' })).toBe(true);
+    expect(isSubscription(pipeline, { query, operationName: 'Q' })).toBe(false);
   });
 
-  it('is false when the trusted-documents rule refuses the request', () => {
+  it('is undefined when the trusted-documents rule refuses the request', () => {
     const { pipeline } = live({
       documentOf: () => {
         throw persistedQueryNotFound();
       },
     });
-    expect(pipeline.isSubscription({ query: QUOTA })).toBe(false);
+    expect(isSubscription(pipeline, { query: QUOTA })).toBe(false);
+  });
+
+  it('applies the trusted-documents rule and the document stage once for a subscription that then runs', async () => {
+    let rule = 0;
+    const { pipeline, world } = live({
+      documentOf: (reference) => {
+        rule += 1;
+        return typeof reference.query === 'string' ? reference.query : undefined;
+      },
+    });
+    const stage = pipeline.documents.document.bind(pipeline.documents);
+    let lookups = 0;
+    pipeline.documents.document = (...args) => ((lookups += 1), stage(...args));
+    const subscription = pipeline.resolve({ query: QUOTA, operationName: 'Balance' });
+    if (subscription === undefined) throw new Error('expected a subscription');
+    const results = opened(await pipeline.subscribe(subscription, { caller: { userId: 1 }, door: 'multipart', requestId: 'request-1' }));
+    const next = results.next();
+    world.balanceEvents.push({ points: 5 });
+    expect(await next).toEqual({ value: { data: { quota: 5 } }, done: false });
+    await results.return();
+    expect({ rule, lookups }).toEqual({ rule: 1, lookups: 1 });
   });
 });
 
