@@ -192,6 +192,32 @@ describe(`the audit's conversation (3 MiB stored, mostly control characters and 
       client.dispose();
     }
   });
+
+  it('is refused as a subscription event over multipart HTTP, the event being the refusal alone', async () => {
+    const running = await subscriptionsRunning(gateway.url);
+    const controller = new AbortController();
+    const answer = await fetch(`${gateway.url}/graphql`, {
+      method: 'POST',
+      headers: { authorization: alice, 'content-type': 'application/json', accept: 'multipart/mixed;subscriptionSpec="1.0"' },
+      body: JSON.stringify({ query: `subscription { conversationEvents { number conversation { ${MESSAGES} } } }` }),
+      signal: controller.signal,
+    });
+    try {
+      await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 10_000, interval: 20 }).toBe(running + 1);
+      await rename(AUDITED, 'Audit, renamed over multipart');
+      const reader = answer.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      while (!text.includes('"payload"')) text += decoder.decode((await reader.read()).value, { stream: true });
+      const part = text.slice(text.indexOf('{"payload"'));
+      const line = part.slice(0, part.indexOf('\r\n'));
+      expect(Buffer.byteLength(line)).toBeLessThan(4096);
+      const { payload } = JSON.parse(line) as { payload: { data?: unknown; errors?: unknown[] } };
+      expect({ data: 'data' in payload && payload.data !== null, error: firstError(payload) }).toEqual({ data: false, error: refusal });
+    } finally {
+      controller.abort();
+    }
+  });
 });
 
 async function rename(number: number, name: string): Promise<void> {
