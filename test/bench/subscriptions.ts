@@ -96,7 +96,7 @@ export async function measureSubscriptions(
     const child = startGateway(
       `subscriptions gateway (${transport})`,
       { port, uri: databaseUri, jwtSecret, nodeOptions: options.nodeOptions(`subscriptions-${transport}`) },
-      { METRICS_TOKEN, SUBSCRIPTIONS_PER_CALLER: '1000000', WEBSOCKETS_PER_ADDRESS: '1000000' },
+      { METRICS_TOKEN, SUBSCRIPTIONS_PER_CALLER: '1000000', LIVE_CONNECTIONS_PER_CALLER: '1000000', WEBSOCKETS_PER_ADDRESS: '1000000' },
     );
     children.push(child);
     const metrics = async () => (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
