@@ -5,9 +5,6 @@ import { invalidOperation } from '../errors.js';
 import { MAX_PAGE_SIZE, OPERATION_LIMITS } from '../limits.js';
 import { type CostModel, operationCost } from './operation-cost.js';
 
-/** The limits, stated in `limits.ts`; here for the stages' other readers. */
-export { OPERATION_LIMITS };
-
 export const COST_MODEL: CostModel = { maxPageSize: MAX_PAGE_SIZE, assumedListSize: 10 };
 
 /** The token limit, applied while parsing (`GRAPHQL_PARSE_FAILED`). */

@@ -6,9 +6,8 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { secretKey } from '../../src/auth/access-token.js';
-import { BODY_LIMIT_BYTES } from '../../src/limits.js';
+import { BODY_LIMIT_BYTES, OPERATION_LIMITS } from '../../src/limits.js';
 import { documentIdOf } from '../../src/operations/documents.js';
-import { OPERATION_LIMITS } from '../../src/operations/limits.js';
 import { ManualClock } from '../support/clock.js';
 import { graphql, startTestGateway, TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
