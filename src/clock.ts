@@ -1,7 +1,7 @@
 /**
  * Time where it decides something: purchases and their sweep (a buy waiting for the purchase its
- * key stands for, a balance read waiting for its settlement), and a credential's expiry ending a
- * WebSocket. Production uses the system's; tests pass one they move by hand, so that hours of
+ * key stands for, a balance read waiting for its settlement), a credential's expiry ending a
+ * WebSocket, and the rate limits' windows. Production uses the system's; tests pass one they move by hand, so that hours of
  * re-checks run in milliseconds and nothing waits on a sleep.
  */
 export interface Clock {

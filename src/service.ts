@@ -227,6 +227,7 @@ async function startGraphQL(parts: Parts) {
   const { config, logger, options, tracing, database, domains, subscriptions, closers } = parts;
   const rateLimits = await createRateLimits({
     requestsPerSecond: config.rateLimit,
+    clock: parts.clock,
     sharedIn: config.rateLimitStore === 'mongo' ? database.connection.db : undefined,
   });
   const createContext = contextFactory(domains, subscriptions, config.responseMaxBytes);

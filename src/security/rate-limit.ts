@@ -35,6 +35,12 @@ export interface RateLimitOptions {
    * budget per caller; otherwise in this process's memory, each instance counting on its own.
    */
   sharedIn?: Db;
+  /**
+   * The time the in-memory counters go by (the per-address ones always, the per-caller ones unless
+   * they are shared): a test moves it by hand and judges a flood by counts. The shared counters go
+   * by the system's time (rate-limiter-flexible's MongoDB store reads it itself).
+   */
+  clock: Pick<Clock, 'now'>;
 }
 
 /**
@@ -44,14 +50,16 @@ export interface RateLimitOptions {
  * memory until the window ends), and if the database fails, counting goes on in memory.
  */
 export async function createRateLimits(options: RateLimitOptions): Promise<RateLimits> {
-  const { requestsPerSecond, sharedIn } = options;
+  const { requestsPerSecond, sharedIn, clock } = options;
   if (requestsPerSecond === 0) {
     const pass: RequestHandler = (_request, _response, next) => next();
     return { byAddress: pass, countAddress: async () => {}, countCaller: async () => {} };
   }
-  const perCaller = new Limiter('caller', requestsPerSecond, sharedIn);
-  const perAddress = new Limiter('address', requestsPerSecond * ADDRESS_FACTOR);
-  if (sharedIn) await perCaller.createIndexes();
+  const perCaller: Counter =
+    sharedIn === undefined
+      ? new WindowCounter(requestsPerSecond, clock)
+      : await SharedCounter.create('caller', requestsPerSecond, sharedIn);
+  const perAddress: Counter = new WindowCounter(requestsPerSecond * ADDRESS_FACTOR, clock);
   // An address is counted by its key (an IPv6 one by its /64), whether it made a request or a WebSocket upgrade.
   const countAddress = (address: string | undefined) => perAddress.take(addressKey(address));
   const countCaller = (userId: number) => perCaller.take(String(userId));
@@ -102,36 +110,97 @@ export function messageRate(perSecond: number, clock: Pick<Clock, 'now'>): () =>
   };
 }
 
-class Limiter {
-  private readonly limiter: BurstyRateLimiter;
-  private readonly stores: RateLimiterMongo[] = [];
+/** Counts one request of a key; throws the rate-limited failure when the key is over its limit. */
+interface Counter {
+  take(key: string): Promise<void>;
+}
 
-  constructor(keyPrefix: string, perSecond: number, database?: Db) {
+/** One fixed window of a key: opened by its first request, counting every request until it ends. */
+interface Window {
+  endsAt: number;
+  count: number;
+}
+
+/**
+ * Counters in this process's memory, on `clock`: per key a steady window of one second that lets
+ * `perSecond` through and, for the requests past it, a burst window of `BURST_WINDOW_SECONDS` that
+ * lets `BURST_SECONDS` seconds' worth more through. Each window opens at a key's first request
+ * after the last one ended, and counts every request made in it, those refused included. A refusal
+ * says to retry when the first of the two windows ends. (The rules of rate-limiter-flexible's
+ * `BurstyRateLimiter` over two `RateLimiterMemory`, whose time cannot be injected.)
+ */
+export class WindowCounter implements Counter {
+  private readonly steady = new Map<string, Window>();
+  private readonly burst = new Map<string, Window>();
+  private sweptAt: number;
+
+  constructor(
+    private readonly perSecond: number,
+    private readonly clock: Pick<Clock, 'now'>,
+  ) {
+    this.sweptAt = clock.now();
+  }
+
+  take(key: string): Promise<void> {
+    const now = this.clock.now();
+    this.sweep(now);
+    const steady = count(this.steady, key, now, 1_000);
+    if (steady.count <= this.perSecond) return Promise.resolve();
+    const burst = count(this.burst, key, now, BURST_WINDOW_SECONDS * 1_000);
+    if (burst.count <= this.perSecond * BURST_SECONDS) return Promise.resolve();
+    const retryAfterMs = Math.min(steady.endsAt, burst.endsAt) - now;
+    return Promise.reject(rateLimited(Math.max(1, Math.ceil(retryAfterMs / 1_000))));
+  }
+
+  /** At most once a burst window, forgets the windows that have ended, so that idle keys cost no memory. */
+  private sweep(now: number): void {
+    if (now - this.sweptAt < BURST_WINDOW_SECONDS * 1_000 && now >= this.sweptAt) return;
+    this.sweptAt = now;
+    for (const windows of [this.steady, this.burst]) {
+      for (const [key, window] of windows) if (window.endsAt <= now) windows.delete(key);
+    }
+  }
+}
+
+/** Counts a request in `key`'s window of `windows`, opening a new one of `durationMs` if the last has ended. */
+function count(windows: Map<string, Window>, key: string, now: number, durationMs: number): Window {
+  let window = windows.get(key);
+  if (window === undefined || window.endsAt <= now) {
+    window = { endsAt: now + durationMs, count: 0 };
+    windows.set(key, window);
+  }
+  window.count += 1;
+  return window;
+}
+
+/**
+ * Counters in the database (RATE_LIMIT_STORE=mongo), with the same two windows as `WindowCounter`,
+ * by rate-limiter-flexible's MongoDB store.
+ */
+class SharedCounter implements Counter {
+  private constructor(private readonly limiter: BurstyRateLimiter) {}
+
+  static async create(keyPrefix: string, perSecond: number, database: Db): Promise<SharedCounter> {
     const windows = [
       { keyPrefix, points: perSecond, duration: 1 },
       { keyPrefix: `${keyPrefix}-burst`, points: perSecond * BURST_SECONDS, duration: BURST_WINDOW_SECONDS },
     ];
-    const [steady, burst] = windows.map((window) => {
-      if (database === undefined) return new RateLimiterMemory(window);
-      const store = new RateLimiterMongo({
-        ...window,
-        storeClient: database,
-        tableName: COUNTERS_COLLECTION,
-        disableIndexesCreation: true,
-        // A key over its limit is refused from memory until its window ends, without a round trip.
-        inMemoryBlockOnConsumed: window.points,
-        // If the database fails, counting goes on in this process rather than failing the request.
-        insuranceLimiter: new RateLimiterMemory(window),
-      });
-      this.stores.push(store);
-      return store;
-    });
-    this.limiter = new BurstyRateLimiter(steady!, burst!);
-  }
-
-  /** The shared counters' indexes: one document per key, and expired windows removed by MongoDB. */
-  async createIndexes(): Promise<void> {
-    await this.stores[0]?.createIndexes();
+    const [steady, burst] = windows.map(
+      (window) =>
+        new RateLimiterMongo({
+          ...window,
+          storeClient: database,
+          tableName: COUNTERS_COLLECTION,
+          disableIndexesCreation: true,
+          // A key over its limit is refused from memory until its window ends, without a round trip.
+          inMemoryBlockOnConsumed: window.points,
+          // If the database fails, counting goes on in this process rather than failing the request.
+          insuranceLimiter: new RateLimiterMemory(window),
+        }),
+    );
+    // The shared counters' indexes: one document per key, and expired windows removed by MongoDB.
+    await steady!.createIndexes();
+    return new SharedCounter(new BurstyRateLimiter(steady!, burst!));
   }
 
   async take(key: string): Promise<void> {
