@@ -201,12 +201,13 @@ describe('buying while the provider misbehaves', () => {
   it('gives up on a provider slower than its timeout within the call window, then credits the charge exactly once', async () => {
     stub.setFaults({ delayMs: 3_000 });
 
-    const started = performance.now();
+    const callsBefore = stub.calls.length;
     const answer = await buy(quick, token(7), 30);
-    const elapsed = performance.now() - started;
 
+    // Not confirmed: each of its two attempts gave up at its 1 s timeout; one that waited the
+    // provider's 3 s would have been answered "paid". The outcome says so, whatever the machine's speed.
     expect(answer).toEqual({ status: 200, text: NOT_CONFIRMED });
-    expect(elapsed).toBeLessThan(3_000); // two attempts of 1 s and a 100 ms pause
+    expect(stub.calls.slice(callsBefore).filter((call) => call.path === '/app/payment')).toHaveLength(2);
     expect(stub.wallet('grace')).toBe(2); // the slow provider charged it all the same
     expect(await quotaOf(quick, token(7))).toBe(0); // still too slow to ask what became of the order
     stub.setFaults({});
