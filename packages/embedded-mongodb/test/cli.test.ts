@@ -29,6 +29,38 @@ describe('embedded-mongodb (the command line)', () => {
     expect((bad as { stderr: string }).stderr.trim().split('\n')).toHaveLength(1);
   });
 
+  it('names every bad value in a line of its own, with exit code 2', async () => {
+    const bad = await run(process.execPath, [CLI, '--port', '65536', '--replica-set', '', '--data-dir', ' ']).catch(
+      (error: { code: number; stdout: string; stderr: string }) => error,
+    );
+    expect('code' in bad && bad.code).toBe(2);
+    expect((bad as { stdout: string }).stdout).toBe('');
+    expect((bad as { stderr: string }).stderr).toBe(
+      [
+        'embedded-mongodb: --port must be a whole number from 0 to 65535, not "65536"',
+        'embedded-mongodb: --replica-set needs a name (see --help)',
+        'embedded-mongodb: --data-dir needs a directory (see --help)',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('says in one line that its port is in use, with exit code 1', async () => {
+    const taken = createServer().listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    const { port } = taken.address() as { port: number };
+    try {
+      const failed = await run(process.execPath, [CLI, '--port', String(port)]).catch(
+        (error: { code: number; stdout: string; stderr: string }) => error,
+      );
+      expect('code' in failed && failed.code).toBe(1);
+      expect((failed as { stdout: string }).stdout).toBe('');
+      expect((failed as { stderr: string }).stderr).toBe(`embedded-mongodb: port ${port} on 127.0.0.1 is already in use\n`);
+    } finally {
+      taken.close();
+    }
+  });
+
   it('serves the driver on the given port, announces its URI and exits 0 on SIGTERM', async () => {
     const port = await freePort();
     const child = spawn(process.execPath, [CLI, '--port', String(port), '--standalone'], { stdio: ['ignore', 'pipe', 'pipe'] });
