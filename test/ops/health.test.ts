@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { READINESS_TIMEOUT_MS } from '../../src/http/health.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
 
 let gateway: TestGateway;
@@ -32,7 +33,9 @@ describe('health endpoints', () => {
       const response = await fetch(`${other.url}/readyz`);
       expect(response.status).toBe(503);
       expect(await response.json()).toEqual({ status: 'database unavailable', websockets: 0, subscriptions: 0 });
-      expect(performance.now() - started).toBeLessThan(1_500);
+      // Within the readiness timeout's order, not the driver's 30 s server selection: which wait
+      // ended it decides, with room for a busy machine.
+      expect(performance.now() - started).toBeLessThan(10 * READINESS_TIMEOUT_MS);
     } finally {
       await other.stop();
     }
