@@ -297,9 +297,8 @@ describe.skipIf(unavailableHere !== undefined).each(['community', 'official'] as
     });
 
     describe.runIf(deployment === 'community')('commands that hang', () => {
-      /** Two attempts of 3 s (the socket timeout, then the driver's one retry), and room for a busy machine. */
+      /** Two attempts of 3 s (the socket timeout, then the driver's one retry). */
       const BUDGET_MS = 6_000;
-      const SLACK_MS = 3_000;
 
       it('answer 503 within the budget; /readyz stays ready while the database answers its ping', async () => {
         await faults.failCommand('alwaysOn', {
@@ -318,8 +317,9 @@ describe.skipIf(unavailableHere !== undefined).each(['community', 'official'] as
           unavailableAnswer('message'),
         ]);
         expectDatabaseUnavailable(graph);
+        // Not before the budget (timers never end early); and a 503, not the find's answer once its
+        // 10 s block ends, says it gave up at the budget: the outcome decides, not the machine's speed.
         expect(Math.max(list.ms, load.ms)).toBeGreaterThanOrEqual(BUDGET_MS - 500);
-        expect(Math.max(list.ms, load.ms)).toBeLessThan(BUDGET_MS + SLACK_MS);
         expect(await fired()).toBe(6);
 
         const metrics = await scrapeMetrics(gateway.url, METRICS_TOKEN);
@@ -337,7 +337,8 @@ describe.skipIf(unavailableHere !== undefined).each(['community', 'official'] as
         const ms = Math.round(performance.now() - started);
         expect(readiness.status).toBe(503);
         expect(await readiness.json()).toMatchObject({ status: 'database unavailable' });
-        expect(ms).toBeLessThan(1_800);
+        // Before the ping's 3 s block ends (or the socket timeout, as long): its own 1 s wait ended it.
+        expect(ms).toBeLessThan(3_000);
         await faults.off();
         await expect.poll(async () => (await fetch(`${gateway.url}/readyz`)).status, { timeout: 10_000 }).toBe(200);
       });
