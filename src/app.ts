@@ -1,25 +1,21 @@
 import type { ApolloServer } from '@apollo/server';
 import { expressMiddleware } from '@as-integrations/express5';
-import express, { type Express, type Request, type RequestHandler } from 'express';
+import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler, type Router } from 'express';
 
 import type { Authenticator } from './auth/authenticator.js';
-import { callerOf, requireCaller } from './auth/require-caller.js';
 import type { CreateContext, RequestContext } from './context.js';
-import type { Database } from './db/database.js';
 import { methodNotAllowed } from './errors.js';
+import { admissionStep } from './http/admission.js';
+import { authenticated, type CallerLocals } from './http/authenticated.js';
 import { batchesOfAtMost } from './http/batches.js';
 import { declaredBodyWithinLimit } from './http/body-limit.js';
-import { graphqlFailures, legacyFailures, noSuchPath } from './http/failures.js';
-import { healthRoutes, type ReadinessDetails } from './http/health.js';
-import type { Shutdown } from './http/lifecycle.js';
+import { graphqlFailures } from './http/failures.js';
+import { type StepAfter, stepAfter } from './http/locals.js';
 import { GRAPHQL_PATH, SSE_PATH } from './http/route-paths.js';
 import type { HttpStreams } from './http-streams/index.js';
 import { admittedByMultipartStep } from './http-streams/multipart.js';
 import { BODY_LIMIT_BYTES } from './limits.js';
-import type { Logger } from './logger.js';
-import type { GatewayMetrics } from './observability/metrics.js';
-import { requestIdOf, requestLogging } from './observability/request-log.js';
-import type { SpanIds } from './observability/tracing.js';
+import { requestIdOf } from './observability/request-log.js';
 import { BATCH_OF_OPERATIONS } from './operations/observer.js';
 import type { OperationPipeline } from './operations/pipeline.js';
 import { type PlaygroundOptions, playgroundRouter } from './playground/playground.js';
@@ -27,150 +23,116 @@ import { inProcessRunner } from './rest/in-process-runner.js';
 import { legacyEndpoints } from './rest/legacy-router.js';
 import type { PreparedRoute } from './rest/prepared-routes.js';
 import { credentialedGetIsPreflighted } from './security/credentialed-get.js';
-import { crossOrigin } from './security/cross-origin.js';
-import { notStored, securityHeaders } from './security/http-headers.js';
-import type { RateLimits } from './security/rate-limit.js';
+import { notStored } from './security/http-headers.js';
 import { type TrustedDocuments, trustedDocumentsStep } from './security/trusted-documents.js';
 
-export interface AppOptions {
+/** What the gateway's GraphQL doors over HTTP are made of. */
+export interface GraphqlDoorParts {
   /** Started; serves `/graphql` over the pipeline. */
   apollo: ApolloServer<RequestContext>;
   /** The HTTP subscription doors: Server-Sent Events on their own path, multipart on `POST /graphql`. */
   httpStreams: HttpStreams;
-  /** Runs the REST layer's operations, and observes `/graphql`'s. */
-  pipeline: OperationPipeline;
+  /** Admits each request, and observes `/graphql`'s operations. */
+  pipeline: Pick<OperationPipeline, 'admission' | 'observer'>;
   createContext: CreateContext;
-  authenticator: Authenticator;
-  rateLimits: RateLimits;
+  authenticator: Pick<Authenticator, 'authenticate'>;
   /** Which documents `/graphql` runs by id, and whether it runs any other. */
   trustedDocuments: TrustedDocuments;
   /** The most operations one batched `POST /graphql` may carry. */
   batchMax: number;
-  restRoutes: PreparedRoute[];
-  /** The OpenAPI document of `restRoutes`, as served. */
-  openApi: string;
-  /** For readiness. */
-  database: Pick<Database, 'ping'>;
-  /** What `/readyz` reports besides its status: the open WebSockets and running subscriptions. */
-  readinessDetails: ReadinessDetails;
-  /** Readiness turns off when a stop begins. */
-  shutdown: Pick<Shutdown, 'stopping'>;
-  metrics: GatewayMetrics;
-  logger: Logger;
-  /** The ids of the span a request runs in, for its log line (`Tracing.activeSpanIds`). */
-  activeSpanIds: () => SpanIds | undefined;
-  /** Browser origins allowed to call the API (CORS); empty, none. */
-  corsOrigins: readonly string[];
-  /** Where the legacy endpoints are served besides the root, e.g. `/api`. */
-  restBasePath: string | undefined;
   /** GraphiQL at `GET /graphql` for browsers; absent, no playground. */
   playground: PlaygroundOptions | undefined;
 }
 
 /**
- * The steps of the Express app (`expressApp`): every HTTP request passes them in order. Each
- * surface ends with its failure handler, which answers whatever its steps threw in that surface's shape.
+ * `/graphql` and the Server-Sent Events door beside it, as a part of the HTTP app (`http/app.ts`).
+ * Endpoints are routes at their full path, never handlers mounted at one: a request is named in
+ * the metrics and the log after the route it matched (`request-end.ts`), whatever its spelling.
+ * Before the playground's router, which would answer an OPTIONS itself.
  */
-export function buildApp(app: Express, options: AppOptions): Express {
-  const { pipeline, authenticator, rateLimits, createContext, metrics } = options;
-  app.use(inTurn);
-  app.use(securityHeaders, requestLogging(options.logger, options.activeSpanIds), metrics.recordRequests);
+export function graphqlDoors(parts: GraphqlDoorParts): (app: Express) => void {
+  const { pipeline, authenticator } = parts;
+  const apollo = apolloStep(parts);
+  return (app) => {
+    app.all(GRAPHQL_PATH, graphqlMethods);
+    app.all(
+      SSE_PATH,
+      notStored,
+      ...authenticated(
+        authenticator,
+        admissionStep(pipeline.admission, 'sse'),
+        declaredBodyWithinLimit,
+        express.json({ limit: BODY_LIMIT_BYTES }),
+        parts.httpStreams.sse.handle,
+      ),
+      graphqlFailures,
+    );
+    if (parts.playground) app.use(playgroundRouter(parts.playground));
+    app.all(
+      GRAPHQL_PATH,
+      notStored,
+      ...authenticated(
+        authenticator,
+        // A POST asking for multipart subscriptions is admitted by the multipart step, once its body says what it is.
+        unless(admittedByMultipartStep, admissionStep(pipeline.admission, 'graphql')),
+        credentialedGetIsPreflighted,
+        declaredBodyWithinLimit,
+        express.json({ limit: BODY_LIMIT_BYTES }),
+        // Before the trusted-documents step, which would hand Apollo the text: the pipeline applies that rule itself.
+        // Before the batch step, which admits a batch's further operations once the request is admitted.
+        parts.httpStreams.multipart,
+        batchesOfAtMost(parts.batchMax, pipeline.admission),
+        trustedDocumentsStep(parts.trustedDocuments),
+        apollo,
+      ),
+      graphqlFailures,
+    );
+    // Failures thrown before the route (the per-address limit), in the same shape: Express skips routes once a step has failed.
+    app.use(GRAPHQL_PATH, graphqlFailures);
+  };
+}
 
-  // Probes: no credentials, no rate limit, not in the request log. Scrapes: not logged either.
-  app.use(
-    healthRoutes(
-      { ping: (timeoutMs) => options.database.ping(timeoutMs), unavailable: 'database unavailable' },
-      options.shutdown,
-      options.readinessDetails,
-    ),
-  );
-  // Preflights are answered before any limit: they carry no credentials and cost nothing, and a
-  // refused preflight would reach the page as a network error, not as a 429 it could wait out.
-  app.use(crossOrigin(options.corsOrigins));
-  app.use(rateLimits.byAddress);
-  if (metrics.endpoint) app.get('/metrics', metrics.endpoint);
+/** What the gateway's legacy endpoints are made of: the table, run in this process. */
+export interface RestDoorParts {
+  restRoutes: readonly PreparedRoute[];
+  pipeline: OperationPipeline;
+  authenticator: Pick<Authenticator, 'authenticate'>;
+  createContext: CreateContext;
+  /** Where the legacy endpoints are served besides the root, e.g. `/api`. */
+  basePath: string | undefined;
+}
 
-  graphqlRoutes(app, options);
-
-  app.get('/openapi.json', (_request, response) => {
-    response.type('application/json').send(options.openApi);
+/** The legacy endpoints, run in this process through the pipeline; each request admitted once its session names the caller. */
+export function restDoor(parts: RestDoorParts): readonly [Router, ErrorRequestHandler] {
+  return legacyEndpoints(parts.restRoutes, inProcessRunner(parts.pipeline, parts.authenticator, parts.createContext), {
+    afterAuthentication: [admissionStep(parts.pipeline.admission, 'rest')],
+    basePath: parts.basePath,
   });
-  app.use(
-    ...legacyEndpoints(options.restRoutes, inProcessRunner(pipeline, authenticator, createContext), {
-      afterAuthentication: [pipeline.admission.step('rest')],
-      basePath: options.restBasePath,
-    }),
-  );
-
-  app.use(noSuchPath, legacyFailures('error'));
-  return app;
 }
 
 /**
- * `/graphql` and the Server-Sent Events door beside it. Endpoints are routes at their full path,
- * never handlers mounted at one: a request is named in the metrics and the log after the route it
- * matched (`request-end.ts`), whatever its spelling. Before the playground's router, which would
- * answer an OPTIONS itself.
+ * Apollo Server's Express integration behind authentication: each operation's context names
+ * the caller the authenticating step accepted.
  */
-function graphqlRoutes(app: Express, options: AppOptions): void {
-  const { apollo, pipeline, authenticator, createContext } = options;
-  app.all(GRAPHQL_PATH, graphqlMethods);
-  app.all(
-    SSE_PATH,
-    notStored,
-    requireCaller(authenticator),
-    pipeline.admission.step('sse'),
-    declaredBodyWithinLimit,
-    express.json({ limit: BODY_LIMIT_BYTES }),
-    options.httpStreams.sse.handle,
-    graphqlFailures,
-  );
-  if (options.playground) app.use(playgroundRouter(options.playground));
-  app.all(
-    GRAPHQL_PATH,
-    notStored,
-    requireCaller(authenticator),
-    // A POST asking for multipart subscriptions is admitted by the multipart step, once its body says what it is.
-    unless(admittedByMultipartStep, pipeline.admission.step('graphql')),
-    credentialedGetIsPreflighted,
-    declaredBodyWithinLimit,
-    express.json({ limit: BODY_LIMIT_BYTES }),
-    // Before the trusted-documents step, which would hand Apollo the text: the pipeline applies that rule itself.
-    // Before the batch step, which admits a batch's further operations once the request is admitted.
-    options.httpStreams.multipart,
-    batchesOfAtMost(options.batchMax, pipeline.admission),
-    trustedDocumentsStep(options.trustedDocuments),
-    expressMiddleware(apollo, {
-      context: async ({ req, res }) => {
-        const requestId = requestIdOf(req);
-        // A batch is no operation: each of its operations gets a context and an observation of its own (graphql/apollo.ts).
-        if (Array.isArray(req.body)) return createContext(callerOf(res), requestId, BATCH_OF_OPERATIONS);
-        const observation = pipeline.observer.start('graphql', requestId);
-        res.locals.operation = observation;
-        return createContext(callerOf(res), requestId, observation);
-      },
-    }),
-    graphqlFailures,
-  );
-  // Failures thrown before the route (the per-address limit), in the same shape: Express skips routes once a step has failed.
-  app.use(GRAPHQL_PATH, graphqlFailures);
+function apolloStep({ apollo, pipeline, createContext }: GraphqlDoorParts): StepAfter<CallerLocals> {
+  const middleware = expressMiddleware(apollo, {
+    context: async ({ req, res }) => {
+      // The response this step was handed: its locals hold `CallerLocals` (see `behind`).
+      const { caller } = res.locals as CallerLocals;
+      const requestId = requestIdOf(req);
+      // A batch is no operation: each of its operations gets a context and an observation of its own (graphql/apollo.ts).
+      if (Array.isArray(req.body)) return createContext(caller, requestId, BATCH_OF_OPERATIONS);
+      const observation = pipeline.observer.start('graphql', requestId);
+      res.locals.operation = observation;
+      return createContext(caller, requestId, observation);
+    },
+  });
+  return stepAfter((request, response, _locals, next) => middleware(request, response, next));
 }
-
-/**
- * HTTP/1.1 requests pipelined on one connection run one at a time, each once the answers before
- * it are sent (Node queues their answers in order; a queued answer has no socket yet): nothing
- * runs, is admitted or held for an answer that cannot be sent yet. Behind an event stream, which
- * ends its connection (`Connection: close`), a request never runs: it goes with the connection,
- * unanswered, as RFC 9112 lets a server treat requests after a `close`.
- */
-const inTurn: RequestHandler = (_request, response, next) => {
-  if (response.socket !== null) return next();
-  response.once('socket', () => next());
-};
 
 /** `step`, for the requests `skips` does not pick; the others go on as they are. */
-function unless(skips: (request: Request) => boolean, step: RequestHandler): RequestHandler {
-  return (request, response, next) => (skips(request) ? next() : step(request, response, next));
+function unless<L extends object>(skips: (request: Request) => boolean, step: StepAfter<L>): StepAfter<L> {
+  return stepAfter((request, response, locals, next) => (skips(request) ? next() : step.run(request, response, locals, next)));
 }
 
 /**

@@ -1,15 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
+import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import type { ApolloServerPlugin } from '@apollo/server';
 import { type EmbeddedServer, startEmbeddedServer } from '@chat-gateway/embedded-mongodb';
+import type { GraphQLSchema } from 'graphql';
 import proxyAddress from 'proxy-addr';
 
 import { type Accounts, createAccounts } from './accounts/index.js';
-import { buildApp } from './app.js';
+import { graphqlDoors, restDoor } from './app.js';
 import { secretKey, signAccessToken } from './auth/access-token.js';
 import { Authenticator } from './auth/authenticator.js';
 import { keptSecret } from './auth/kept-secret.js';
@@ -23,13 +25,15 @@ import { buildIndexes, connectDatabase, type Database } from './db/database.js';
 import { withDatabaseName } from './db/uri.js';
 import { createApolloServer } from './graphql/apollo.js';
 import { buildSchema } from './graphql/schema.js';
+import { buildHttpApp } from './http/app.js';
 import { listen, Shutdown } from './http/lifecycle.js';
 import { createHttpServer, expressApp } from './http/server.js';
-import { createHttpStreams } from './http-streams/index.js';
+import { createHttpStreams, type HttpStreams } from './http-streams/index.js';
 import { LIVE_CONNECTIONS_CLOSE_BUDGET_MS } from './limits.js';
 import type { Logger } from './logger.js';
-import { createMetrics } from './observability/metrics.js';
+import { createMetrics, type GatewayMetrics } from './observability/metrics.js';
 import { startTracing } from './observability/start-tracing.js';
+import type { SubscriptionMetrics } from './observability/subscription-metrics.js';
 import type { Tracing } from './observability/tracing.js';
 import type { AdmissionCheck } from './operations/admission.js';
 import { OperationPipeline } from './operations/pipeline.js';
@@ -147,21 +151,6 @@ export async function startService(config: Config, logger: Logger, options: Serv
 
 type Started = ServiceOptions & { restRoutes: RestRoute[]; trustedDocuments: TrustedDocuments };
 
-/** What the composition root has made so far, handed from one stage to the next. */
-interface Parts {
-  config: Config;
-  logger: Logger;
-  options: Started;
-  tracing: Tracing;
-  clock: Clock;
-  database: Database;
-  domains: Domains;
-  subscriptions: Subscriptions;
-  authenticator: Authenticator;
-  demoToken: string | undefined;
-  closers: Closers;
-}
-
 /** Traces (the SDK is loaded only with an OTLP endpoint), then the database: the real one, or the embedded engine in this process. */
 async function openDatabase(config: Config, logger: Logger, options: ServiceOptions, closers: Closers) {
   const tracing = await startTracing(config.tracing, { name: 'chat-gateway', version: packageVersion }, logger);
@@ -179,23 +168,27 @@ async function openDatabase(config: Config, logger: Logger, options: ServiceOpti
   return { tracing, embedded, database };
 }
 
+/**
+ * The stages in order, each builder handed by name what it uses. Closers are pushed as each
+ * resource is acquired; they run last in first out: the shutdown delay, the live connections,
+ * the WebSocket door, the HTTP streams, the settlement sweep, Apollo Server (which drains the
+ * HTTP server), the metrics, the change feeds, the database, the engine, the traces.
+ */
 async function serve(config: Config, logger: Logger, options: Started, closers: Closers): Promise<RunningService> {
   const { tracing, embedded, database } = await openDatabase(config, logger, options, closers);
   const clock = options.clock ?? systemClock;
-  const domains = createDomains(config, logger, database, clock, tracing);
+  const domains = buildDomains({ config, logger, database, clock, tracing });
   await buildIndexes(database.connection);
-  const demoData = await loadData(config, logger, domains, embedded);
-
-  const tokenKey = secretKey(
-    config.jwtSecret ?? (config.dataDir ? await keptSecret(config.dataDir) : randomBytes(32).toString('base64url')),
-  );
-  // The demo user exists only in the demo data (`seed/demo-data.ts`): a seed file has users of its own.
-  const demoToken = demoData ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
-  const provider =
-    config.tokenProvider === undefined ? undefined : new ProviderTokens(config.tokenProvider, logger, options.providerKeyTimings);
-  // A real database with only a provider's key set accepts no HS256 token: nobody holds a random secret.
-  const secret = config.jwtSecret !== undefined || embedded !== undefined ? tokenKey : undefined;
-  const authenticator = new Authenticator({ secret, provider }, domains.accounts.store, clock);
+  const demoDataLoaded = await loadData(config, logger, domains, embedded);
+  const { authenticator, demoToken } = await buildAuthentication({
+    config,
+    logger,
+    clock,
+    accounts: domains.accounts,
+    embedded: embedded !== undefined,
+    demoDataLoaded,
+    providerKeyTimings: options.providerKeyTimings,
+  });
   // Live updates: a change feed per collection, when the database has change streams; closed before the database.
   const subscriptions = await createSubscriptions({
     connection: database.connection,
@@ -204,39 +197,11 @@ async function serve(config: Config, logger: Logger, options: Started, closers: 
     logger,
   });
   closers.push(() => subscriptions.close());
-  const parts: Parts = { config, logger, options, tracing, clock, database, domains, subscriptions, authenticator, demoToken, closers };
-  const graphql = await startGraphQL(parts);
-  // Settlements write to the database: they stop after the doors close, before the database does.
-  const settlementSweep = domains.billing.official?.startSweep(config.settlement.intervalMs);
-  if (settlementSweep !== undefined) closers.push(() => settlementSweep.stop());
-  const url = await openDoors(parts, graphql);
-  return {
-    url,
-    database,
-    domains,
-    embeddedUri: embedded?.uri,
-    dataDir: embedded ? config.dataDir : undefined,
-    demoToken,
-    subscriptions: subscriptions.availability,
-    stop: () => closers.close(),
-  };
-}
 
-/** One schema and one operation pipeline for every door (/graphql, the REST layer, subscriptions), and Apollo Server over it. */
-async function startGraphQL(parts: Parts) {
-  const { config, logger, options, tracing, database, domains, subscriptions, closers } = parts;
-  const rateLimits = await createRateLimits({
-    requestsPerSecond: config.rateLimit,
-    clock: parts.clock,
-    sharedIn: config.rateLimitStore === 'mongo' ? database.connection.db : undefined,
-  });
-  const createContext = contextFactory(domains, subscriptions, config.responseMaxBytes);
   const schema = buildSchema([domains.conversations.resolvers, domains.billing.resolvers, subscriptions.resolvers], {
     federation: config.federationSubgraph,
   });
   const restRoutes = prepareRoutes(options.restRoutes, schema);
-  const app = expressApp(config.trustProxy);
-  const httpServer = createHttpServer(app);
   const metrics = createMetrics({
     token: config.metricsToken,
     production: config.production,
@@ -245,26 +210,27 @@ async function startGraphQL(parts: Parts) {
     domainMetrics: [...(domains.billing.official?.metrics ?? []), ...subscriptions.metrics.all],
   });
   closers.push(() => metrics.stop());
-  const pipeline: OperationPipeline = new OperationPipeline({
-    schema,
-    production: config.production,
-    metrics: metrics.graphql,
-    logger,
-    tracer: tracing.operations,
-    admissionChecks: [perCallerRate(rateLimits), ...(options.admissionChecks ?? [])],
-    live: {
-      createContext,
-      // Subscriptions named by a registered persisted-query hash too: `pipeline` exists by the time one comes.
-      documentOf: (reference) => options.trustedDocuments.documentFor(reference, pipeline.documents),
-      subscriptionsPerCaller: config.subscriptionCaps.subscriptionsPerCaller,
-      connectionLimits: {
-        perCaller: config.subscriptionCaps.connectionsPerCaller,
-        perAddress: config.subscriptionCaps.websocketsPerAddress,
-      },
-      clock: parts.clock,
-      metrics: subscriptions.metrics,
-    },
+  const rateLimits = await createRateLimits({
+    requestsPerSecond: config.rateLimit,
+    clock,
+    sharedIn: config.rateLimitStore === 'mongo' ? database.connection.db : undefined,
   });
+  const createContext = contextFactory(domains, subscriptions, config.responseMaxBytes);
+  const pipeline = buildPipeline({
+    config,
+    logger,
+    clock,
+    schema,
+    createContext,
+    tracer: tracing.operations,
+    metrics: metrics.graphql,
+    subscriptionMetrics: subscriptions.metrics,
+    admissionChecks: [perCallerRate(rateLimits), ...(options.admissionChecks ?? [])],
+    trustedDocuments: options.trustedDocuments,
+  });
+
+  const app = expressApp(config.trustProxy);
+  const httpServer = createHttpServer(app);
   const apollo = createApolloServer(pipeline, {
     production: config.production,
     httpServer,
@@ -276,7 +242,138 @@ async function startGraphQL(parts: Parts) {
   await apollo.start();
   // Stopping Apollo Server drains the HTTP server: no new connections, in-flight requests finished (bounded).
   closers.push(() => apollo.stop());
-  return { restRoutes, app, httpServer, metrics, pipeline, apollo, rateLimits, createContext };
+  // Settlements write to the database: they stop after the doors close, before the database does.
+  const settlementSweep = domains.billing.official?.startSweep(config.settlement.intervalMs);
+  if (settlementSweep !== undefined) closers.push(() => settlementSweep.stop());
+
+  const httpStreams = buildDoors({
+    config,
+    logger,
+    clock,
+    pipeline,
+    httpServer,
+    authenticator,
+    rateLimits,
+    subscriptionMetrics: subscriptions.metrics,
+    clientAddress: (request) => proxyAddress(request, app.get('trust proxy fn')),
+    closers,
+  });
+  const shutdown = new Shutdown(config.shutdownDelayMs, clock);
+  buildHttpApp(app, {
+    requestLog: { logger, activeSpanIds: tracing.activeSpanIds },
+    metrics,
+    health: {
+      dependency: { ping: (timeoutMs) => database.ping(timeoutMs), unavailable: 'database unavailable' },
+      shutdown,
+      details: subscriptions.metrics.counts,
+    },
+    corsOrigins: config.corsOrigins,
+    addressLimit: rateLimits.byAddress,
+    graphql: graphqlDoors({
+      apollo,
+      httpStreams,
+      pipeline,
+      createContext,
+      authenticator,
+      trustedDocuments: options.trustedDocuments,
+      batchMax: config.batchMax,
+      // The playground offers the printed demo token, except in production.
+      playground: config.playground ? { demoToken: config.production ? undefined : demoToken } : undefined,
+    }),
+    rest: {
+      endpoints: restDoor({ restRoutes, pipeline, authenticator, createContext, basePath: config.restBasePath }),
+      openApi: JSON.stringify(openApiDocument(options.restRoutes, packageVersion, config.restBasePath)),
+    },
+  });
+  httpServer.on('request', tracing.serveRequests(app));
+  await listen(httpServer, config.port, config.host);
+  closers.push(() => shutdown.begin());
+  const { port } = httpServer.address() as AddressInfo;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  return {
+    url: `http://${host}:${port}`,
+    database,
+    domains,
+    embeddedUri: embedded?.uri,
+    dataDir: embedded ? config.dataDir : undefined,
+    demoToken,
+    subscriptions: subscriptions.availability,
+    stop: () => closers.close(),
+  };
+}
+
+/** Each domain's factory, bound to the database: stores, a service per caller, resolvers. */
+function buildDomains(parts: { config: Config; logger: Logger; database: Database; clock: Clock; tracing: Tracing }): Domains {
+  const { config, logger, database, clock, tracing } = parts;
+  const accounts = createAccounts(database);
+  const conversations = createConversations(database, logger);
+  const { sso, settlement } = config;
+  const billing = createBilling({ database, accounts: accounts.store, sso, settlement, logger, clock, tracing: tracing.purchases });
+  return { accounts, conversations, billing };
+}
+
+/**
+ * Who may call: HS256 tokens signed with JWT_SECRET (or a kept or random secret on the embedded
+ * engine), a provider's tokens (JWT_JWKS_URL), API keys; and the demo user's token while the demo data is loaded.
+ */
+async function buildAuthentication(parts: {
+  config: Config;
+  logger: Logger;
+  clock: Clock;
+  accounts: Accounts;
+  /** Whether the database is this process's embedded engine. */
+  embedded: boolean;
+  demoDataLoaded: boolean;
+  providerKeyTimings: ProviderKeyTimings | undefined;
+}): Promise<{ authenticator: Authenticator; demoToken: string | undefined }> {
+  const { config } = parts;
+  const tokenKey = secretKey(
+    config.jwtSecret ?? (config.dataDir ? await keptSecret(config.dataDir) : randomBytes(32).toString('base64url')),
+  );
+  // The demo user exists only in the demo data (`seed/demo-data.ts`): a seed file has users of its own.
+  const demoToken = parts.demoDataLoaded ? await signAccessToken(tokenKey, DEMO_USER_ID) : undefined;
+  const provider =
+    config.tokenProvider === undefined ? undefined : new ProviderTokens(config.tokenProvider, parts.logger, parts.providerKeyTimings);
+  // A real database with only a provider's key set accepts no HS256 token: nobody holds a random secret.
+  const secret = config.jwtSecret !== undefined || parts.embedded ? tokenKey : undefined;
+  return { authenticator: new Authenticator({ secret, provider }, parts.accounts.store, parts.clock), demoToken };
+}
+
+/** One operation pipeline for every door (/graphql, the REST layer, subscriptions), over one schema. */
+function buildPipeline(parts: {
+  config: Config;
+  logger: Logger;
+  clock: Clock;
+  schema: GraphQLSchema;
+  createContext: CreateContext;
+  tracer: Tracing['operations'];
+  metrics: GatewayMetrics['graphql'];
+  subscriptionMetrics: SubscriptionMetrics;
+  admissionChecks: AdmissionCheck[];
+  trustedDocuments: TrustedDocuments;
+}): OperationPipeline {
+  const { config, trustedDocuments } = parts;
+  const pipeline: OperationPipeline = new OperationPipeline({
+    schema: parts.schema,
+    production: config.production,
+    metrics: parts.metrics,
+    logger: parts.logger,
+    tracer: parts.tracer,
+    admissionChecks: parts.admissionChecks,
+    live: {
+      createContext: parts.createContext,
+      // Subscriptions named by a registered persisted-query hash too: `pipeline` exists by the time one comes.
+      documentOf: (reference) => trustedDocuments.documentFor(reference, pipeline.documents),
+      subscriptionsPerCaller: config.subscriptionCaps.subscriptionsPerCaller,
+      connectionLimits: {
+        perCaller: config.subscriptionCaps.connectionsPerCaller,
+        perAddress: config.subscriptionCaps.websocketsPerAddress,
+      },
+      clock: parts.clock,
+      metrics: parts.subscriptionMetrics,
+    },
+  });
+  return pipeline;
 }
 
 /** The first admission check: the caller's rate limit, one request (or subscribe message) counted. */
@@ -285,79 +382,53 @@ function perCallerRate(rateLimits: RateLimits): AdmissionCheck {
 }
 
 /**
- * The doors on the server Apollo Server drains when it stops (the HTTP app, the HTTP subscription
- * doors, the WebSocket door), listening. On stop, the shutdown delay comes first (`/readyz` says
- * 503 while requests are still served), then subscriptions end (WebSockets closed with 1001,
- * event streams completed), then Apollo Server drains the rest.
+ * The subscription doors on the server Apollo Server drains when it stops: the HTTP streams
+ * (mounted by the HTTP app) and the WebSocket door (upgraded from the same server, on /graphql
+ * too). On stop, the shutdown delay comes first (`/readyz` says 503 while requests are still
+ * served), then subscriptions end (WebSockets closed with 1001, event streams completed), then
+ * Apollo Server drains the rest.
  */
-async function openDoors(parts: Parts, graphql: Awaited<ReturnType<typeof startGraphQL>>): Promise<string> {
-  const { restRoutes, app, httpServer, metrics, pipeline, apollo, rateLimits, createContext } = graphql;
-  const { config, logger, options, tracing, database, subscriptions, authenticator, closers } = parts;
-  const shutdown = new Shutdown(config.shutdownDelayMs, parts.clock);
+function buildDoors(parts: {
+  config: Config;
+  logger: Logger;
+  clock: Clock;
+  pipeline: OperationPipeline;
+  httpServer: Server;
+  authenticator: Authenticator;
+  rateLimits: RateLimits;
+  subscriptionMetrics: SubscriptionMetrics;
+  /** The client's address, as the HTTP app reads it (`trust proxy`). */
+  clientAddress: (request: IncomingMessage) => string;
+  closers: Closers;
+}): HttpStreams {
+  const { config, logger, clock, pipeline, closers } = parts;
   const httpStreams = createHttpStreams({
     pipeline,
     maxBufferedBytes: config.subscriptionCaps.bufferedBytesPerConnection,
-    clock: parts.clock,
-    metrics: subscriptions.metrics,
+    clock,
+    metrics: parts.subscriptionMetrics,
     logger,
   });
   closers.push(() => httpStreams.close());
-  buildApp(app, {
-    apollo,
-    httpStreams,
-    pipeline,
-    createContext,
-    authenticator,
-    rateLimits,
-    restRoutes,
-    database,
-    shutdown,
-    metrics,
-    logger,
-    activeSpanIds: tracing.activeSpanIds,
-    trustedDocuments: options.trustedDocuments,
-    batchMax: config.batchMax,
-    openApi: JSON.stringify(openApiDocument(options.restRoutes, packageVersion, config.restBasePath)),
-    readinessDetails: subscriptions.metrics.counts,
-    corsOrigins: config.corsOrigins,
-    restBasePath: config.restBasePath,
-    // The playground offers the printed demo token, except in production.
-    playground: config.playground ? { demoToken: config.production ? undefined : parts.demoToken } : undefined,
-  });
-  httpServer.on('request', tracing.serveRequests(app));
-  // Subscriptions: WebSockets upgraded from the same server, on /graphql too.
   const websocketDoor = startWebSocketDoor({
-    httpServer,
+    httpServer: parts.httpServer,
     pipeline,
-    authenticator,
-    rateLimits,
+    authenticator: parts.authenticator,
+    rateLimits: parts.rateLimits,
     logger,
-    clock: parts.clock,
+    clock,
     limits: {
       bufferedBytesPerConnection: config.subscriptionCaps.bufferedBytesPerConnection,
       messagesPerSecond: config.rateLimit,
     },
-    clientAddress: (request) => proxyAddress(request, app.get('trust proxy fn')),
+    clientAddress: parts.clientAddress,
     corsOrigins: config.corsOrigins,
-    metrics: subscriptions.metrics,
+    metrics: parts.subscriptionMetrics,
   });
   closers.push(() => websocketDoor.close());
   // First of the three: every live connection completed in its protocol's words, within the budget.
   closers.push(() => pipeline.connections.close(LIVE_CONNECTIONS_CLOSE_BUDGET_MS));
-  await listen(httpServer, config.port, config.host);
-  closers.push(() => shutdown.begin());
-  const { port } = httpServer.address() as AddressInfo;
-  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  return `http://${host}:${port}`;
-}
-
-/** Each domain's factory, bound to the database: stores, a service per caller, resolvers. */
-function createDomains(config: Config, logger: Logger, database: Database, clock: Clock, tracing: Tracing): Domains {
-  const accounts = createAccounts(database);
-  const conversations = createConversations(database, logger);
-  const { sso, settlement } = config;
-  const billing = createBilling({ database, accounts: accounts.store, sso, settlement, logger, clock, tracing: tracing.purchases });
-  return { accounts, conversations, billing };
+  return httpStreams;
 }
 
 /**

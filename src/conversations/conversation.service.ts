@@ -1,11 +1,10 @@
 import DataLoader from 'dataloader';
 
 import { MAX_PAGE_SIZE } from '../limits.js';
-import type { ResponseBudget } from '../operations/response-budget.js';
 import { writtenBytes } from '../operations/written-bytes.js';
 import { type Outcome, userErrors } from '../shared/user-error.js';
 import type { ConversationRecord, MessageRecord } from './conversation.model.js';
-import type { ConversationStore, NumberRange } from './conversation.store.js';
+import type { ConversationStore, NumberRange, ReadAllowance } from './conversation.store.js';
 import { newConversationNameProblem } from './conversation-name.js';
 
 /** Which page of the caller's conversations (newest first) a connection's arguments ask for. */
@@ -40,6 +39,17 @@ export type DeleteOutcome = Outcome<{ deleted: ConversationKey }>;
 export type RenameOutcome = Outcome<{ conversation: ConversationRecord }>;
 
 /**
+ * What the answer may still carry, as the service sees it: the stored text it hands to the
+ * answer is charged (which throws once the answer is over its limit), and the reads behind it
+ * are admitted as they arrive (`ReadAllowance`). The request's response budget
+ * (`operations/response-budget.ts`) is one.
+ */
+export interface AnswerCharge extends ReadAllowance {
+  /** Counts `bytes` more of stored text in the answer; throws once the answer is over its limit. */
+  charge(bytes: number): void;
+}
+
+/**
  * One caller's view of their conversations, built per request. Every read is
  * scoped to the caller, so someone else's conversation looks exactly like a
  * missing one. The loaders batch all lookups of one request into one query.
@@ -55,7 +65,7 @@ export class ConversationService {
   constructor(
     private readonly store: ConversationStore,
     private readonly userId: number,
-    private readonly budget: ResponseBudget,
+    private readonly budget: AnswerCharge,
   ) {
     this.byId = new DataLoader(async (ids) => {
       const found = indexById(await store.findMany(userId, ids, budget));

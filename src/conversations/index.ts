@@ -1,10 +1,9 @@
 import type { Caller } from '../auth/authenticator.js';
 import type { StoreDatabase } from '../db/database.js';
 import type { Logger } from '../logger.js';
-import type { ResponseBudget } from '../operations/response-budget.js';
 import { conversationModel } from './conversation.model.js';
 import { conversationResolvers } from './conversation.resolvers.js';
-import { ConversationService } from './conversation.service.js';
+import { type AnswerCharge, ConversationService } from './conversation.service.js';
 import { ConversationStore } from './conversation.store.js';
 
 export { conversationRules } from './conversation-rules.js';
@@ -17,7 +16,7 @@ export function createConversations({ connection, commands }: StoreDatabase, log
     models,
     store,
     resolvers: conversationResolvers,
-    forCaller: (caller: Caller, budget: ResponseBudget) => new ConversationService(store, caller.userId, budget),
+    forCaller: (caller: Caller, budget: AnswerCharge) => new ConversationService(store, caller.userId, budget),
   };
 }
 

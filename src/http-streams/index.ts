@@ -1,6 +1,6 @@
-import type { RequestHandler } from 'express';
-
 import type { Clock } from '../clock.js';
+import type { CallerLocals } from '../http/authenticated.js';
+import type { StepAfter } from '../http/locals.js';
 import type { Logger } from '../logger.js';
 import type { SubscriptionMetrics } from '../observability/subscription-metrics.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
@@ -20,8 +20,8 @@ export interface HttpStreamsOptions {
 /** The two HTTP subscription doors: Server-Sent Events (graphql-sse) and Apollo's multipart subscriptions. */
 export interface HttpStreams {
   sse: ServerSentEventsDoor;
-  /** A step of `POST /graphql`'s route (see `multipartSubscriptions`). */
-  multipart: RequestHandler;
+  /** A step of `POST /graphql`'s route, behind authentication (see `multipartSubscriptions`). */
+  multipart: StepAfter<CallerLocals>;
   /** Stops the heartbeat and the reservations' timers; the pipeline's `LiveConnections` completes every stream. */
   close(): Promise<void>;
 }

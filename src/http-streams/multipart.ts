@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-import type { RequestHandler } from 'express';
-
-import { callerOf } from '../auth/require-caller.js';
+import type { CallerLocals } from '../http/authenticated.js';
+import { type StepAfter, stepAfter } from '../http/locals.js';
 import { requestIdOf } from '../observability/request-log.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
 import { type LiveResults, SubscriptionFailure } from '../operations/subscriptions.js';
@@ -66,12 +65,11 @@ export function admittedByMultipartStep(request: IncomingMessage): boolean {
  * `{"payload":null,"errors":[…]}`, and the close delimiter `--graphql--` when it completes (the
  * server stopping included).
  */
-export function multipartSubscriptions(pipeline: OperationPipeline, streams: StreamedResponses): RequestHandler {
-  return async (request, response, next) => {
+export function multipartSubscriptions(pipeline: OperationPipeline, streams: StreamedResponses): StepAfter<CallerLocals> {
+  return stepAfter(async (request, response, { caller }, next) => {
     if (!admittedByMultipartStep(request)) return next();
     const body: unknown = request.body;
     const subscription = isRecord(body) ? pipeline.resolve(body) : undefined;
-    const caller = callerOf(response);
     const requestId = requestIdOf(request);
     await pipeline.admission.admit({ caller, door: subscription === undefined ? 'graphql' : 'multipart', requestId });
     if (subscription === undefined) return next();
@@ -100,7 +98,7 @@ export function multipartSubscriptions(pipeline: OperationPipeline, streams: Str
       return stream.finish();
     }
     await writeEach(connection.adopt(answer, requestId, 'rejection'), stream);
-  };
+  });
 }
 
 /** Writes each answer as a part until the subscription or the connection ends, then finishes the body. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 
-import type { Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express';
+import type { Request as ExpressRequest, Response as ExpressResponse } from 'express';
 import {
   createHandler,
   type ExecutionResult,
@@ -13,8 +13,9 @@ import {
 } from 'graphql-sse';
 
 import type { Caller } from '../auth/authenticator.js';
-import { callerOf } from '../auth/require-caller.js';
 import type { Clock } from '../clock.js';
+import type { CallerLocals } from '../http/authenticated.js';
+import { type StepAfter, stepAfter } from '../http/locals.js';
 import { SSE_PATH } from '../http/route-paths.js';
 import { requestIdOf } from '../observability/request-log.js';
 import type { ConnectionEnds, LiveConnection } from '../operations/live-connections.js';
@@ -44,7 +45,8 @@ type Handler = SseHandler<IncomingMessage | undefined, SseContext>;
 type SseBody = Exclude<Awaited<ReturnType<Handler>>[0], string | null>;
 
 export interface ServerSentEventsDoor {
-  handle: RequestHandler;
+  /** Behind authentication: it serves the caller's streams. */
+  handle: StepAfter<CallerLocals>;
   /** Lets go of the reservations' timers (their connections are completed by `LiveConnections.close`). */
   close(): void;
 }
@@ -82,8 +84,7 @@ export function serverSentEvents(pipeline: OperationPipeline, streams: StreamedR
   });
   const reservations = new Reservations(handler, clock);
   return {
-    async handle(request, response) {
-      const caller = callerOf(response);
+    handle: stepAfter(async (request, response, { caller }) => {
       const token = streamToken(request, caller);
       const context: SseContext = { caller, requestId: requestIdOf(request), token, connection: undefined };
       const sse = sseRequest(request, context);
@@ -127,7 +128,7 @@ export function serverSentEvents(pipeline: OperationPipeline, streams: StreamedR
       }
       door.stream = streams.track(response, connection, (ended) => ended.end());
       await writeStream(body, init, door.stream);
-    },
+    }),
     close() {
       reservations.close();
     },

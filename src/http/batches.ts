@@ -1,9 +1,8 @@
-import type { RequestHandler } from 'express';
-
-import { callerOf } from '../auth/require-caller.js';
 import { badRequest } from '../errors.js';
 import { requestIdOf } from '../observability/request-log.js';
 import type { AdmissionChecks } from '../operations/admission.js';
+import type { CallerLocals } from './authenticated.js';
+import { type StepAfter, stepAfter } from './locals.js';
 
 /**
  * `POST /graphql` with a JSON array of operations (Apollo Client's `BatchHttpLink`, Relay's
@@ -14,8 +13,8 @@ import type { AdmissionChecks } from '../operations/admission.js';
  * operation through the whole pipeline on its own: trusted documents, validation and its limits,
  * the cost; their answers, in order, are one answer, bounded as a whole (`RequestContext.forOperation`).
  */
-export function batchesOfAtMost(maxOperations: number, admission: AdmissionChecks): RequestHandler {
-  return async (request, response, next) => {
+export function batchesOfAtMost(maxOperations: number, admission: Pick<AdmissionChecks, 'admit'>): StepAfter<CallerLocals> {
+  return stepAfter(async (request, _response, { caller }, next) => {
     if (request.method === 'POST' && Array.isArray(request.body)) {
       const count = request.body.length;
       if (maxOperations === 1) {
@@ -26,9 +25,9 @@ export function batchesOfAtMost(maxOperations: number, admission: AdmissionCheck
           `a batch may carry at most ${maxOperations} operations (GRAPHQL_BATCH_MAX); this one carries ${count}, and none was run`,
         );
       }
-      const admitted = { caller: callerOf(response), door: 'graphql' as const, requestId: requestIdOf(request) };
+      const admitted = { caller, door: 'graphql' as const, requestId: requestIdOf(request) };
       for (let operation = 1; operation < count; operation++) await admission.admit(admitted);
     }
     next();
-  };
+  });
 }

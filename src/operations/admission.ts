@@ -1,9 +1,5 @@
-import type { Request, RequestHandler } from 'express';
-
 import type { Caller } from '../auth/authenticator.js';
-import { callerOf } from '../auth/require-caller.js';
 import type { Door } from '../observability/labels.js';
-import { requestIdOf } from '../observability/request-log.js';
 
 /** A caller asking to run an operation (or, over HTTP, one request) through a door. */
 export interface Admission {
@@ -21,23 +17,15 @@ export type AdmissionCheck = (admission: Admission) => Promise<void> | void;
  * is read (a `POST /graphql` asking for multipart subscriptions: once its body says whether it
  * is one, `http-streams/multipart.ts`): the per-caller rate limit, and whatever the composition
  * root adds. There is one list
- * and every door runs it: HTTP requests (`/graphql` queries and mutations, the REST table, the
- * Server-Sent Events and multipart subscriptions) through `step`, and each subscribe message of
- * a WebSocket through `admit`, since one socket carries many operations.
+ * and every door runs it, handing it the caller it named: HTTP requests (`/graphql` queries and
+ * mutations, the REST table, the Server-Sent Events and multipart subscriptions) once each,
+ * through the step `http/admission.ts` makes of it, and each subscribe message of a WebSocket,
+ * since one socket carries many operations.
  */
 export class AdmissionChecks {
   constructor(private readonly checks: readonly AdmissionCheck[]) {}
 
   async admit(admission: Admission): Promise<void> {
     for (const check of this.checks) await check(admission);
-  }
-
-  /** The sequence as an Express step, after the step that named the caller (`requireCaller`, or the REST table's session). */
-  step(doorOf: Door | ((request: Request) => Door)): RequestHandler {
-    return async (request, response, next) => {
-      const door = typeof doorOf === 'function' ? doorOf(request) : doorOf;
-      await this.admit({ caller: callerOf(response), door, requestId: requestIdOf(request) });
-      next();
-    };
   }
 }

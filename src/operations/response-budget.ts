@@ -14,6 +14,7 @@ import { type Failure, responseTooLarge } from '../errors.js';
  * them are `admit`ted as they arrive, and stopped once they hold more than the answer has room left
  * for, so a request never holds much more than the limit. Once past the limit, every later charge
  * throws too, and the execute stage answers the refusal alone: none of what was resolved is written.
+ * It is what those services take as their charge (`AnswerCharge` in `conversations/conversation.service.ts`).
  */
 export class ResponseBudget {
   private spent = 0;

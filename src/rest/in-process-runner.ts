@@ -1,15 +1,22 @@
-import type { Authenticator } from '../auth/authenticator.js';
+import type { Authenticator, Caller } from '../auth/authenticator.js';
 import type { CreateContext } from '../context.js';
 import { failureOfOperation, internal } from '../errors.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
-import type { OperationRunner } from './operation-runner.js';
+import type { CallerSession, OperationRunner } from './operation-runner.js';
+
+/** A session of this process: it checked the credentials itself, and names the caller. */
+export type InProcessSession = CallerSession & { readonly caller: Caller };
 
 /**
  * Runs the table's operations in this process, through the same operation pipeline as `/graphql`:
  * the same document cache, limits, executor, observation and context. A failure comes back as the
  * failure a resolver threw (or an internal one), answered once in the endpoint's shape.
  */
-export function inProcessRunner(pipeline: OperationPipeline, authenticator: Authenticator, createContext: CreateContext): OperationRunner {
+export function inProcessRunner(
+  pipeline: OperationPipeline,
+  authenticator: Pick<Authenticator, 'authenticate'>,
+  createContext: CreateContext,
+): OperationRunner<InProcessSession> {
   return {
     async open({ authorization, requestId }) {
       const caller = await authenticator.authenticate(authorization);

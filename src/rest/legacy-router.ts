@@ -1,21 +1,22 @@
-import express, { type ErrorRequestHandler, type RequestHandler, Router } from 'express';
+import express, { type ErrorRequestHandler, type Request, Router } from 'express';
 
 import { legacyAnswer, methodNotAllowed, unauthenticated } from '../errors.js';
 import { declaredBodyWithinLimit } from '../http/body-limit.js';
 import { legacyFailures } from '../http/failures.js';
 import { sendAnswer, sendJson } from '../http/json-answer.js';
+import { behind, type StepAfter, stepAfter } from '../http/locals.js';
 import { BODY_LIMIT_BYTES } from '../limits.js';
 import { requestIdOf } from '../observability/request-log.js';
 import { notStored } from '../security/http-headers.js';
 import { readInput } from './inputs.js';
-import type { OperationRunner } from './operation-runner.js';
+import type { CallerSession, OperationRunner, SessionLocals } from './operation-runner.js';
 import type { PreparedRoute } from './prepared-routes.js';
 
 const readBody = [declaredBodyWithinLimit, express.text({ type: () => true, limit: BODY_LIMIT_BYTES })];
 
-export interface LegacyEndpointsOptions {
-  /** Steps between authentication and the answer, such as the per-caller rate limit. */
-  afterAuthentication: RequestHandler[];
+export interface LegacyEndpointsOptions<S extends CallerSession> {
+  /** Steps between authentication and the answer, such as the admission sequence; they read the session `runner` opened. */
+  afterAuthentication: readonly StepAfter<SessionLocals<S>>[];
   /** A prefix under which every endpoint is served as well as at the root, e.g. `/api`. */
   basePath?: string | undefined;
 }
@@ -28,10 +29,10 @@ export interface LegacyEndpointsOptions {
  * body on POST, then answer. Every endpoint is served at its path and under the base path, with the
  * same answers.
  */
-export function legacyEndpoints(
+export function legacyEndpoints<S extends CallerSession>(
   routes: readonly PreparedRoute[],
-  runner: OperationRunner,
-  options: LegacyEndpointsOptions,
+  runner: OperationRunner<S>,
+  options: LegacyEndpointsOptions<S>,
 ): [Router, ErrorRequestHandler] {
   const router = Router();
   const prefixes = options.basePath ? ['', options.basePath] : [''];
@@ -42,10 +43,7 @@ export function legacyEndpoints(
     };
     const steps = [
       notStored,
-      openSession(runner),
-      ...options.afterAuthentication,
-      ...(route.method === 'POST' ? readBody : []),
-      answer(route),
+      ...behind(openSession(runner), ...options.afterAuthentication, ...(route.method === 'POST' ? readBody : []), answer(route)),
     ];
     // One route per path, whatever the method: the router tests a request against each path once.
     const endpoint = router.route(path);
@@ -74,24 +72,22 @@ function failuresInTheShapeOf(served: readonly { route: PreparedRoute; path: str
   };
 }
 
-function openSession(runner: OperationRunner): RequestHandler {
-  return async (request, response, next) => {
+/** The caller's session, for the steps behind it; refused (401) when the runner refuses the credentials outright. */
+function openSession<S extends CallerSession>(runner: OperationRunner<S>): (request: Request) => Promise<SessionLocals<S>> {
+  return async (request) => {
     const session = await runner.open({
       authorization: request.get('authorization'),
       requestId: requestIdOf(request),
       clientAddress: request.ip,
     });
     if (session === null) throw unauthenticated();
-    response.locals.caller = session.caller;
-    response.locals.session = session;
-    next();
+    return { session, caller: session.caller };
   };
 }
 
-function answer(route: PreparedRoute): RequestHandler {
+function answer(route: PreparedRoute): StepAfter<SessionLocals> {
   const operation = { operationName: route.prepared.name };
-  return async (request, response) => {
-    const session = response.locals.session!;
+  return stepAfter(async (request, response, { session }) => {
     response.locals.operation = operation;
     const input = readInput(route.input, request);
     if ('failure' in input) {
@@ -103,5 +99,5 @@ function answer(route: PreparedRoute): RequestHandler {
     if ('data' in outcome) return sendJson(response, 200, route.respond(outcome.data));
     // The operation's own failures were logged where they happened (or upstream); here they are only answered.
     sendAnswer(response, legacyAnswer(outcome.failure, route.failureField, requestIdOf(request)));
-  };
+  });
 }

@@ -22,8 +22,18 @@ export interface CallerRequest {
   clientAddress: string | undefined;
 }
 
-/** Runs the table's operations: in this process (through the operation pipeline), or against a remote gateway (sidecar mode). */
-export interface OperationRunner {
+/**
+ * Runs the table's operations: in this process (through the operation pipeline), or against a
+ * remote gateway (sidecar mode). `S` says what its sessions know: the in-process runner's name
+ * their caller.
+ */
+export interface OperationRunner<S extends CallerSession = CallerSession> {
   /** A session for the caller, or null when the credentials are refused outright. */
-  open(request: CallerRequest): Promise<CallerSession | null>;
+  open(request: CallerRequest): Promise<S | null>;
+}
+
+/** What the steps of a legacy endpoint read after its session opened: the session, and its caller as far as it knows. */
+export interface SessionLocals<S extends CallerSession = CallerSession> {
+  readonly session: S;
+  readonly caller: S['caller'];
 }

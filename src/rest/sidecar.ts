@@ -5,17 +5,13 @@ import type { Express } from 'express';
 import type { Clock } from '../clock.js';
 import type { SidecarConfig } from '../config.js';
 import { buildSchema } from '../graphql/schema.js';
-import { legacyFailures, noSuchPath } from '../http/failures.js';
-import { healthRoutes } from '../http/health.js';
+import { buildHttpApp } from '../http/app.js';
 import { drainable, listen, Shutdown } from '../http/lifecycle.js';
 import { createHttpServer, expressApp } from '../http/server.js';
 import type { Logger } from '../logger.js';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics.js';
-import { requestLogging } from '../observability/request-log.js';
 import { startTracing } from '../observability/start-tracing.js';
 import type { Tracing } from '../observability/tracing.js';
-import { crossOrigin } from '../security/cross-origin.js';
-import { securityHeaders } from '../security/http-headers.js';
 import { packageVersion } from '../version.js';
 import { legacyEndpoints } from './legacy-router.js';
 import { openApiDocument } from './openapi.js';
@@ -69,23 +65,23 @@ export async function startSidecar(options: SidecarOptions): Promise<RunningSide
   };
 }
 
+/** The sidecar's parts of the one HTTP app (`http/app.ts`): the upstream for readiness, and the legacy endpoints run against it. */
 function sidecarApp(options: SidecarOptions, shutdown: Shutdown, metrics: GatewayMetrics, tracing: Tracing): Express {
   const { upstream, timeoutMs } = options;
-  const app = expressApp(options.config.trustProxy);
-  // Request ids are forwarded upstream, so one id runs through both logs.
-  app.use(securityHeaders, requestLogging(options.logger, tracing.activeSpanIds), metrics.recordRequests);
-  app.use(healthRoutes({ ping: (ms) => probeUpstream(upstream, ms), unavailable: 'upstream unavailable' }, shutdown));
-  if (metrics.endpoint) app.get('/metrics', metrics.endpoint);
-  app.use(crossOrigin(options.config.corsOrigins));
-  const openApi = JSON.stringify(openApiDocument(legacyRoutes, packageVersion, options.config.restBasePath));
-  app.get('/openapi.json', (_request, response) => {
-    response.type('application/json').send(openApi);
-  });
-  // The gateway limits callers itself, and its refusals are answered like local ones.
+  const { config } = options;
   const schema = buildSchema();
-  const routes = prepareRoutes(legacyRoutes, schema);
-  const runner = remoteRunner(upstream, timeoutMs, options.config.responseMaxBytes, confirmCallerOperation(schema));
-  app.use(...legacyEndpoints(routes, runner, { afterAuthentication: [], basePath: options.config.restBasePath }));
-  app.use(noSuchPath, legacyFailures('error'));
-  return app;
+  const runner = remoteRunner(upstream, timeoutMs, config.responseMaxBytes, confirmCallerOperation(schema));
+  return buildHttpApp(expressApp(config.trustProxy), {
+    requestLog: { logger: options.logger, activeSpanIds: tracing.activeSpanIds },
+    metrics,
+    health: { dependency: { ping: (ms) => probeUpstream(upstream, ms), unavailable: 'upstream unavailable' }, shutdown },
+    corsOrigins: config.corsOrigins,
+    // The gateway limits callers itself, and its refusals are answered like local ones.
+    addressLimit: undefined,
+    graphql: undefined,
+    rest: {
+      endpoints: legacyEndpoints(prepareRoutes(legacyRoutes, schema), runner, { afterAuthentication: [], basePath: config.restBasePath }),
+      openApi: JSON.stringify(openApiDocument(legacyRoutes, packageVersion, config.restBasePath)),
+    },
+  });
 }

@@ -220,6 +220,18 @@ describe('CORS with an allow-list', () => {
       expect({ status: refused.status, cors: corsHeadersOf(refused) }).toEqual({ status: 405, cors: {} });
       const answer = await send(sidecar.url, { path: '/api/quota', headers: { origin: ALLOWED, authorization: token } });
       expect({ status: answer.status, origin: answer.headers['access-control-allow-origin'] }).toEqual({ status: 200, origin: ALLOWED });
+      // One HTTP app for both, in one order: /metrics comes after CORS in the sidecar as in the gateway, the probes before it.
+      for (const path of ['/metrics', '/healthz']) {
+        const here = await send(sidecar.url, { path, headers: { origin: ALLOWED } });
+        const there = await send(gateway.url, { path, headers: { origin: ALLOWED } });
+        expect({ path, status: here.status, cors: corsHeadersOf(here) }).toEqual({
+          path,
+          status: there.status,
+          cors: corsHeadersOf(there),
+        });
+      }
+      const scrape = await send(sidecar.url, { path: '/metrics', headers: { origin: ALLOWED } });
+      expect({ status: scrape.status, origin: scrape.headers['access-control-allow-origin'] }).toEqual({ status: 200, origin: ALLOWED });
     } finally {
       await sidecar.stop();
     }

@@ -9,7 +9,7 @@ import { systemClock } from '../../../src/clock.js';
 import { type CreateContext, RequestContext } from '../../../src/context.js';
 import type { ConversationRecord } from '../../../src/conversations/conversation.model.js';
 import { conversationResolvers } from '../../../src/conversations/conversation.resolvers.js';
-import { ConversationService } from '../../../src/conversations/conversation.service.js';
+import { type AnswerCharge, ConversationService } from '../../../src/conversations/conversation.service.js';
 import type { ConversationStore, NumberRange, ReadAllowance } from '../../../src/conversations/conversation.store.js';
 import { subscriptionsUnavailable } from '../../../src/errors.js';
 import { buildSchema } from '../../../src/graphql/schema.js';
@@ -220,7 +220,7 @@ export function fakeWorld(rows: ConversationRecord[] = [], balances: Record<numb
 export function contextFactory(world: FakeWorld, responseMaxBytes = 1024 * 1024): CreateContext {
   const accounts = memoryAccounts(world.balances);
   const services = {
-    conversations: (caller: { userId: number }, budget: ResponseBudget) =>
+    conversations: (caller: { userId: number }, budget: AnswerCharge) =>
       new ConversationService(world.conversations as unknown as ConversationStore, caller.userId, budget),
     billing: (caller: { userId: number }) => new BillingService(accounts, caller.userId),
     subscriptions: (caller: { userId: number }) => {
