@@ -131,10 +131,11 @@ async function open(gateway: TestGateway, door: Door, authorization: string, que
   return live;
 }
 
-/** Open streams the gateway counts, every HTTP door together. */
-async function streamsOpen(gateway: TestGateway): Promise<number> {
+/** Live connections the gateway counts as open, every door together: its WebSockets and its HTTP streams. */
+async function connectionsOpen(gateway: TestGateway): Promise<number> {
   const metrics = await scrapeMetrics(gateway.url);
   return (
+    (sample(metrics, 'graphql_websockets_open') ?? 0) +
     (sample(metrics, 'graphql_event_streams_open', { transport: 'sse' }) ?? 0) +
     (sample(metrics, 'graphql_event_streams_open', { transport: 'multipart' }) ?? 0)
   );
@@ -247,32 +248,27 @@ describe.each(DOORS)('a live connection over %s', (door) => {
       }
     }
     await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 20 }).toBe(before);
-    await expect.poll(() => streamsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
+    await expect.poll(() => connectionsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
   });
 
-  // graphql-ws waits for each message to be written before it takes the next event, so a WebSocket reader that
-  // stops reading holds one message and its inbox, and is dropped at the keep-alive beat (socket-bounds.test.ts).
-  it.skipIf(door === 'websocket')(
-    'drops a reader that stops reading once the server holds more than the bound for it, releasing its subscription',
-    async () => {
-      const content = 'w'.repeat(300_000);
-      const before = await subscriptionsRunning(gateway.url);
-      const live = await open(gateway, door, alice, CONVERSATIONS);
-      live.stopReading();
-      // Past what the kernel's buffers on both ends take, the server holds the events: then it drops the connection.
-      for (let rename = 0; rename < 200 && (await subscriptionsRunning(gateway.url)) > before; rename += 1) {
-        await gateway.models.conversations.updateOne(
-          { userId: 1, id: 1 },
-          { $set: { name: `Slow ${rename}`, messages: [{ role: 'user', content }] } },
-        );
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-      expect(await subscriptionsRunning(gateway.url)).toBe(before);
-      await expect.poll(() => streamsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
-      live.destroy();
-      await gateway.models.conversations.updateOne({ userId: 1, id: 1 }, { $set: { name: 'Trip plan', messages: [] } });
-    },
-  );
+  it('drops a reader that stops reading once the server holds more than the bound for it, releasing its subscription', async () => {
+    const content = 'w'.repeat(300_000);
+    const before = await subscriptionsRunning(gateway.url);
+    const live = await open(gateway, door, alice, CONVERSATIONS);
+    live.stopReading();
+    // Past what the kernel's buffers on both ends take, the server holds the events: then it drops the connection.
+    for (let rename = 0; rename < 200 && (await subscriptionsRunning(gateway.url)) > before; rename += 1) {
+      await gateway.models.conversations.updateOne(
+        { userId: 1, id: 1 },
+        { $set: { name: `Slow ${rename}`, messages: [{ role: 'user', content }] } },
+      );
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(await subscriptionsRunning(gateway.url)).toBe(before);
+    await expect.poll(() => connectionsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
+    live.destroy();
+    await gateway.models.conversations.updateOne({ userId: 1, id: 1 }, { $set: { name: 'Trip plan', messages: [] } });
+  });
 
   it('delivers one event larger than the unsent-data bound to a reader that keeps up', async () => {
     const content = 'y'.repeat(300_000);
@@ -323,7 +319,7 @@ describe.each(HTTP_DOORS)('requests pipelined behind a stream over %s', (door) =
       await raw.closed;
     }
     await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 20 }).toBe(before);
-    await expect.poll(() => streamsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
+    await expect.poll(() => connectionsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
   });
 
   it('leave nothing behind when the client half-closes its side of the connection', async () => {
@@ -338,7 +334,7 @@ describe.each(HTTP_DOORS)('requests pipelined behind a stream over %s', (door) =
     raw.socket.end();
     await raw.closed;
     await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 20 }).toBe(before);
-    await expect.poll(() => streamsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
+    await expect.poll(() => connectionsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
   });
 
   it('do not hold the server’s stop: it completes the stream and exits within the shutdown budget', async () => {
