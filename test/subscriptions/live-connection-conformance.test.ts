@@ -1,9 +1,13 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { connect as connectTcp, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { secretKey } from '../../src/auth/access-token.js';
+import { documentIdOf } from '../../src/operations/documents.js';
 import { ManualClock } from '../support/clock.js';
 import { startTestGateway, TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
@@ -29,6 +33,10 @@ const SEED = {
 };
 const BALANCE = 'subscription { quota }';
 const CONVERSATIONS = 'subscription { conversationEvents { number conversation { name messages { content } } } }';
+
+/** What a client subscribes with: a document's text, or a trusted document's id beside an empty text. */
+type Operation = string | { documentId: string };
+const payloadOf = (operation: Operation) => (typeof operation === 'string' ? { query: operation } : { query: '', ...operation });
 
 /** A live subscription opened over a door by a client that reads everything it is sent. */
 interface Live {
@@ -77,58 +85,81 @@ async function reserve(gateway: TestGateway, authorization: string): Promise<Res
 }
 
 /** Adds an operation to a single-connection stream; answers the HTTP status. */
-async function addOperation(gateway: TestGateway, authorization: string, token: string, query: string, id = 'op'): Promise<number> {
+async function addOperation(gateway: TestGateway, authorization: string, token: string, operation: Operation): Promise<number> {
+  return (await postOperation(gateway, authorization, token, operation)).status;
+}
+
+/** Adds an operation to a single-connection stream; answers the HTTP answer, its body read. */
+async function postOperation(
+  gateway: TestGateway,
+  authorization: string,
+  token: string,
+  operation: Operation,
+): Promise<{ status: number; body: string }> {
   const posted = await fetch(`${gateway.url}/graphql/stream`, {
     method: 'POST',
     headers: { authorization, 'content-type': 'application/json', 'x-graphql-event-stream-token': token },
-    body: JSON.stringify({ query, extensions: { operationId: id } }),
+    body: JSON.stringify({ ...payloadOf(operation), extensions: { operationId: 'op' } }),
   });
-  await posted.arrayBuffer();
-  return posted.status;
+  return { status: posted.status, body: await posted.text() };
 }
 
 /** The request that opens a stream over an HTTP door (for a single connection: its GET, the stream reserved as `token`). */
-function streamRequest(door: Door, authorization: string, query: string, token?: string): string {
+function streamRequest(door: Door, authorization: string, operation: Operation, token?: string): string {
+  const body = JSON.stringify(payloadOf(operation));
   const json = { authorization, 'content-type': 'application/json' };
-  if (door === 'multipart')
-    return httpRequest('POST', '/graphql', { ...json, accept: 'multipart/mixed;subscriptionSpec=1.0' }, JSON.stringify({ query }));
+  if (door === 'multipart') return httpRequest('POST', '/graphql', { ...json, accept: 'multipart/mixed;subscriptionSpec=1.0' }, body);
   if (door === 'sse, a single connection')
     return httpRequest('GET', '/graphql/stream', { authorization, accept: 'text/event-stream', 'x-graphql-event-stream-token': token! });
-  return httpRequest('POST', '/graphql/stream', { ...json, accept: 'text/event-stream' }, JSON.stringify({ query }));
+  return httpRequest('POST', '/graphql/stream', { ...json, accept: 'text/event-stream' }, body);
 }
 
-/** Opens `query` over `door` as a client that reads all it is sent; resolves once the subscription runs. */
-async function open(gateway: TestGateway, door: Door, authorization: string, query: string): Promise<Live> {
+/** Opens `operation` over `door` as a client that reads all it is sent; resolves once the subscription runs. */
+async function open(gateway: TestGateway, door: Door, authorization: string, operation: Operation): Promise<Live> {
   const before = await subscriptionsRunning(gateway.url);
-  let live: Live;
+  const live = await subscribe(gateway, door, authorization, operation);
+  expect(live.refusal).toBeUndefined();
+  await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 10 }).toBe(before + 1);
+  return live;
+}
+
+/**
+ * Subscribes with `operation` over `door` as a client that reads all it is sent; resolves once
+ * the request is sent (for a single connection: once its operation is added, or refused).
+ */
+async function subscribe(
+  gateway: TestGateway,
+  door: Door,
+  authorization: string,
+  operation: Operation,
+): Promise<Live & { refusal?: string }> {
   if (door === 'websocket') {
     const socket = await connectAs(gateway.url, authorization);
     const messages: string[] = [];
     socket.socket.on('message', (data) => messages.push(data.toString()));
-    socket.subscribe(query);
-    live = {
+    const { query, ...rest } = payloadOf(operation);
+    socket.subscribe(query, undefined, rest);
+    return {
       received: () => messages.join('\n'),
       closed: socket.closed.then(() => {}),
       destroy: () => socket.socket.terminate(),
       stopReading: () => (socket.socket as unknown as { _socket: Socket })._socket.pause(),
     };
-  } else {
-    const raw = await rawSocket(gateway);
-    let token: string | undefined;
-    if (door === 'sse, a single connection') {
-      const reserved = await reserve(gateway, authorization);
-      expect(reserved.status).toBe(201);
-      token = await reserved.text();
-    }
-    raw.socket.write(streamRequest(door, authorization, query, token));
-    if (token !== undefined) {
-      await expect.poll(() => raw.received(), { timeout: 5_000, interval: 10 }).toContain('\r\n\r\n');
-      expect(await addOperation(gateway, authorization, token, query)).toBe(202);
-    }
-    live = { received: raw.received, closed: raw.closed, destroy: () => raw.socket.destroy(), stopReading: () => raw.socket.pause() };
   }
-  await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 10 }).toBe(before + 1);
-  return live;
+  const raw = await rawSocket(gateway);
+  const live = { received: raw.received, closed: raw.closed, destroy: () => raw.socket.destroy(), stopReading: () => raw.socket.pause() };
+  let token: string | undefined;
+  if (door === 'sse, a single connection') {
+    const reserved = await reserve(gateway, authorization);
+    expect(reserved.status).toBe(201);
+    token = await reserved.text();
+  }
+  raw.socket.write(streamRequest(door, authorization, operation, token));
+  if (token === undefined) return live;
+  await expect.poll(() => raw.received(), { timeout: 5_000, interval: 10 }).toContain('\r\n\r\n');
+  const added = await postOperation(gateway, authorization, token, operation);
+  if (added.status === 202) return live;
+  return { ...live, refusal: `${added.status} ${added.body}` };
 }
 
 /** Live connections the gateway counts as open, every door together: its WebSockets and its HTTP streams. */
@@ -278,6 +309,43 @@ describe.each(DOORS)('a live connection over %s', (door) => {
     live.destroy();
     await live.closed;
     await gateway.models.conversations.updateOne({ userId: 1, id: 1 }, { $set: { messages: [] } });
+  });
+});
+
+describe.each(DOORS)('a live connection over %s, where only trusted documents run', (door) => {
+  const known = documentIdOf(BALANCE);
+  let gateway: TestGateway;
+  let alice: string;
+
+  beforeAll(async () => {
+    const file = join(await mkdtemp(join(tmpdir(), 'trusted-live-')), 'documents.json');
+    await writeFile(file, JSON.stringify({ [known]: BALANCE }));
+    gateway = await startTestGateway({ PERSISTED_DOCUMENTS: file, PERSISTED_DOCUMENTS_ONLY: 'true' });
+    await gateway.seed(SEED);
+    alice = `Bearer ${await gateway.token(1)}`;
+  });
+  afterAll(() => gateway?.stop());
+
+  it('runs a trusted document named by its id', async () => {
+    const live = await open(gateway, door, alice, { documentId: known });
+    await expect.poll(() => live.received(), { timeout: 5_000, interval: 10 }).toContain('{"data":{"quota":12.5}}');
+    live.destroy();
+    await live.closed;
+  });
+
+  it.each([
+    ['an id no trusted document has', { documentId: documentIdOf('subscription { balance: quota }') }, 'PERSISTED_QUERY_NOT_FOUND'],
+    ['a document text, even a trusted one’s', BALANCE, 'PERSISTED_QUERY_ONLY'],
+  ] as const)('refuses %s, and runs nothing for it', async (_what, operation, code) => {
+    const before = await subscriptionsRunning(gateway.url);
+    const live = await subscribe(gateway, door, alice, operation);
+    if (live.refusal === undefined) await expect.poll(() => live.received(), { timeout: 5_000, interval: 10 }).toContain(code);
+    const answer = live.refusal ?? live.received();
+    expect(answer).toContain(`"code":"${code}"`);
+    expect(answer).not.toContain('"data"');
+    expect(await subscriptionsRunning(gateway.url)).toBe(before);
+    live.destroy();
+    await live.closed;
   });
 });
 
