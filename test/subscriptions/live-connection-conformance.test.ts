@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { secretKey } from '../../src/auth/access-token.js';
 import { documentIdOf } from '../../src/operations/documents.js';
+import { captureLog } from '../support/captured-log.js';
 import { ManualClock } from '../support/clock.js';
 import { startTestGateway, TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
@@ -162,6 +163,12 @@ async function subscribe(
   return { ...live, refusal: `${added.status} ${added.body}` };
 }
 
+/** The `conversationEvents` events the gateway ran and sent over `door`'s transport. */
+async function eventsRun(gateway: TestGateway, door: Door): Promise<number> {
+  const transport = door === 'websocket' || door === 'multipart' ? door : 'sse';
+  return sample(await scrapeMetrics(gateway.url), 'graphql_subscription_events_total', { field: 'conversationEvents', transport });
+}
+
 /** Live connections the gateway counts as open, every door together: its WebSockets and its HTTP streams. */
 async function connectionsOpen(gateway: TestGateway): Promise<number> {
   const metrics = await scrapeMetrics(gateway.url);
@@ -174,13 +181,14 @@ async function connectionsOpen(gateway: TestGateway): Promise<number> {
 
 describe.each(DOORS)('a live connection over %s', (door) => {
   const clock = new ManualClock();
+  const log = captureLog();
   let gateway: TestGateway;
   let alice: string;
 
   beforeAll(async () => {
     gateway = await startTestGateway(
       { LIVE_CONNECTIONS_PER_CALLER: '3', WEBSOCKETS_PER_ADDRESS: '5', WEBSOCKET_MAX_BUFFERED_BYTES: '65536' },
-      { clock },
+      { clock, logger: log.logger },
     );
     await gateway.seed(SEED);
     alice = `Bearer ${await gateway.token(1)}`;
@@ -286,17 +294,26 @@ describe.each(DOORS)('a live connection over %s', (door) => {
     const content = 'w'.repeat(300_000);
     const before = await subscriptionsRunning(gateway.url);
     const live = await open(gateway, door, alice, CONVERSATIONS);
+    const logged = log.lines().length;
+    const run = await eventsRun(gateway, door);
     live.stopReading();
     // Past what the kernel's buffers on both ends take, the server holds the events: then it drops the connection.
-    for (let rename = 0; rename < 200 && (await subscriptionsRunning(gateway.url)) > before; rename += 1) {
+    let renames = 0;
+    while (renames < 200 && (await subscriptionsRunning(gateway.url)) > before) {
       await gateway.models.conversations.updateOne(
         { userId: 1, id: 1 },
-        { $set: { name: `Slow ${rename}`, messages: [{ role: 'user', content }] } },
+        { $set: { name: `Slow ${renames}`, messages: [{ role: 'user', content }] } },
       );
+      renames += 1;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     expect(await subscriptionsRunning(gateway.url)).toBe(before);
+    // Each change was run and written as it came, none kept waiting unsent in its inbox: what the
+    // server held for the reader was bytes on its backlog, which the bound counts.
+    expect((await eventsRun(gateway, door)) - run).toBeGreaterThanOrEqual(renames - 2);
     await expect.poll(() => connectionsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
+    // Dropped for what it left unread, not by a later beat that found it silent.
+    expect(log.lines().slice(logged)).toContainEqual(expect.objectContaining({ endedFor: 'unread data' }));
     live.destroy();
     await gateway.models.conversations.updateOne({ userId: 1, id: 1 }, { $set: { name: 'Trip plan', messages: [] } });
   });
