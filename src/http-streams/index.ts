@@ -23,7 +23,7 @@ export interface HttpStreams {
   /** A step of `POST /graphql`'s route, behind authentication (see `multipartSubscriptions`). */
   multipart: StepAfter<CallerLocals>;
   /** Stops the heartbeat and the reservations' timers; the pipeline's `LiveConnections` completes every stream. */
-  close(): Promise<void>;
+  close(): void;
 }
 
 export function createHttpStreams({ pipeline, maxBufferedBytes, clock, metrics, logger }: HttpStreamsOptions): HttpStreams {
@@ -36,12 +36,9 @@ export function createHttpStreams({ pipeline, maxBufferedBytes, clock, metrics, 
   return {
     sse,
     multipart: multipartSubscriptions(pipeline, multipartStreams),
-    async close() {
+    close() {
       clearInterval(beat);
       sse.close();
-      // One turn of the event loop before what closes next, as this close always took: without it, a
-      // second instance on the same embedded engine could not close its database afterwards (cause not yet found).
-      await new Promise(setImmediate);
     },
   };
 }

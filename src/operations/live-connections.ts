@@ -6,7 +6,7 @@ import type { Caller } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
 import { credentialExpired, tooManyConnections } from '../errors.js';
 import type { SubscriptionTransport } from '../observability/labels.js';
-import { ENDED } from '../shared/iteration.js';
+import { ENDED, PullStream } from '../shared/iteration.js';
 import { CredentialExpiries } from './credential-expiries.js';
 import type { ErrorFormat } from './format.js';
 import { type LiveResults, SubscriptionFailure } from './subscriptions.js';
@@ -269,20 +269,21 @@ export class LiveConnection {
  * failure (the stream's, or the credential's expiry) into the door's shape. `return` and `throw`
  * both end it, once.
  */
-class ConnectionSubscription implements LiveResults {
+class ConnectionSubscription extends PullStream<FormattedExecutionResult> implements LiveResults {
   private failure: SubscriptionFailure | undefined;
-  private ended = false;
 
   constructor(
     private readonly results: LiveResults,
     private readonly connection: LiveConnection,
     readonly requestId: string,
     private readonly shape: FailureShape,
-  ) {}
+  ) {
+    super();
+  }
 
-  async next(): Promise<IteratorResult<FormattedExecutionResult>> {
-    if (!this.ended) await this.connection.whenTaking();
-    if (this.ended) return this.finalAnswer();
+  protected async pull(): Promise<IteratorResult<FormattedExecutionResult>> {
+    await this.connection.whenTaking();
+    if (this.hasEnded) return this.afterEnd();
     let next: IteratorResult<FormattedExecutionResult>;
     try {
       next = await this.results.next();
@@ -290,39 +291,33 @@ class ConnectionSubscription implements LiveResults {
       this.endNow();
       if (!(error instanceof SubscriptionFailure)) throw error;
       this.failure ??= error;
-      return this.finalAnswer();
+      return this.afterEnd();
     }
-    if (this.ended || next.done) {
+    if (this.hasEnded || next.done) {
       this.endNow();
-      return this.finalAnswer();
+      return this.afterEnd();
     }
     return next;
   }
 
-  return(): Promise<IteratorResult<FormattedExecutionResult>> {
+  /** Ends it without last words. */
+  override return(): Promise<IteratorResult<FormattedExecutionResult>> {
     this.failure = undefined;
-    this.endNow();
-    return Promise.resolve(ENDED);
-  }
-
-  throw(): Promise<IteratorResult<FormattedExecutionResult>> {
-    return this.return();
-  }
-
-  [Symbol.asyncIterator](): this {
-    return this;
+    return super.return();
   }
 
   /** Ends with `failure` as its last words (a pending `next` answers them). */
   fail(failure: SubscriptionFailure): void {
-    if (this.ended) return;
+    if (this.hasEnded) return;
     this.failure = failure;
     this.endNow();
   }
 
   endNow(): void {
-    if (this.ended) return;
-    this.ended = true;
+    void this.end();
+  }
+
+  protected release(): void {
     this.connection.forget(
       this,
       this.results.return().then(
@@ -333,7 +328,7 @@ class ConnectionSubscription implements LiveResults {
   }
 
   /** After the end: the failure once, in the door's shape, then done. */
-  private finalAnswer(): Promise<IteratorResult<FormattedExecutionResult>> {
+  protected override afterEnd(): Promise<IteratorResult<FormattedExecutionResult>> {
     const failure = this.failure;
     this.failure = undefined;
     if (failure === undefined) return Promise.resolve(ENDED);

@@ -21,7 +21,7 @@ import { badRequest, failureOf, withFailureKinds } from '../errors.js';
 import type { SubscriptionTransport } from '../observability/labels.js';
 import type { EventTally, SubscriptionMetrics } from '../observability/subscription-metrics.js';
 import type { DocumentReference } from '../security/trusted-documents.js';
-import { ENDED } from '../shared/iteration.js';
+import { ENDED, PullStream } from '../shared/iteration.js';
 import type { Documents } from './documents.js';
 import type { Execution } from './execution.js';
 import type { ErrorFormat } from './format.js';
@@ -272,36 +272,23 @@ export class LiveSubscriptions {
  * idle subscriptions holds one small object rather than closures. A failure of the stream itself
  * (a change feed that lost its place) rejects with a `SubscriptionFailure`.
  */
-class SubscriptionStream implements LiveResults {
-  private ended = false;
-
+class SubscriptionStream extends PullStream<FormattedExecutionResult> implements LiveResults {
   constructor(
     private readonly events: AsyncIterator<unknown>,
     private readonly run: EventRun,
     private readonly live: LiveSubscriptions,
   ) {
+    super();
     live.started(run);
   }
 
-  next(): Promise<IteratorResult<FormattedExecutionResult>> {
+  protected pull(): Promise<IteratorResult<FormattedExecutionResult>> {
     return this.events.next().then(this.answerTo, this.failed);
   }
 
-  async return(): Promise<IteratorResult<FormattedExecutionResult>> {
-    if (!this.ended) {
-      this.ended = true;
-      this.live.ended(this.run);
-      await this.events.return?.();
-    }
-    return ENDED;
-  }
-
-  throw(): Promise<IteratorResult<FormattedExecutionResult>> {
-    return this.return();
-  }
-
-  [Symbol.asyncIterator](): this {
-    return this;
+  protected async release(): Promise<void> {
+    this.live.ended(this.run);
+    await this.events.return?.();
   }
 
   private readonly answerTo = (event: IteratorResult<unknown>): IteratorResult<FormattedExecutionResult> | Promise<Answered> =>
@@ -314,23 +301,23 @@ class SubscriptionStream implements LiveResults {
 
 /** A subscription answered once, then complete: one whose stream could not open, or (for a door that says so in its stream) refused. */
 export function answerOnce(answer: FormattedExecutionResult): LiveResults {
-  let pending: FormattedExecutionResult | undefined = answer;
-  const end = async () => {
-    pending = undefined;
-    return ENDED;
-  };
-  return {
-    async next() {
-      const value = pending;
-      pending = undefined;
-      return value === undefined ? ENDED : { value, done: false };
-    },
-    return: end,
-    throw: end,
-    [Symbol.asyncIterator]() {
-      return this;
-    },
-  };
+  return new AnswerOnce(answer);
+}
+
+class AnswerOnce extends PullStream<FormattedExecutionResult> {
+  constructor(private answer: FormattedExecutionResult | undefined) {
+    super();
+  }
+
+  protected pull(): Promise<IteratorResult<FormattedExecutionResult>> {
+    const value = this.answer!;
+    void this.end();
+    return Promise.resolve({ value, done: false });
+  }
+
+  protected release(): void {
+    this.answer = undefined;
+  }
 }
 
 /**

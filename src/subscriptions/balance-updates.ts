@@ -5,7 +5,7 @@ import { microsToPoints } from '../accounts/points.js';
 import { legacyMicros } from '../accounts/user.model.js';
 import { SUBSCRIPTION_INBOX_CAPACITY } from '../limits.js';
 import type { Logger } from '../logger.js';
-import { ENDED } from '../shared/iteration.js';
+import { ENDED, PullStream } from '../shared/iteration.js';
 import { ChangeFeed, type FeedObserver } from './change-feed.js';
 import { type Inbox, MISSED, type Missed } from './inbox.js';
 
@@ -121,7 +121,7 @@ export async function balanceUpdates(
  * and each step of a generator costs promise jobs of its own. Its reader asks for one value at a
  * time, as `for await` does; whichever way it ends, its inbox closes, which stops its listener.
  */
-class BalanceUpdates implements AsyncIterableIterator<BalanceEvent> {
+class BalanceUpdates extends PullStream<BalanceEvent> {
   private balance: StoredBalance | undefined;
   /** When the balance was read (the read's `operationTime`). */
   private at: Timestamp | undefined;
@@ -134,9 +134,11 @@ class BalanceUpdates implements AsyncIterableIterator<BalanceEvent> {
     private readonly inbox: Inbox<BalanceChange>,
     private readonly accounts: AccountStore,
     private readonly userId: number,
-  ) {}
+  ) {
+    super();
+  }
 
-  next(): Promise<IteratorResult<BalanceEvent>> {
+  protected pull(): Promise<IteratorResult<BalanceEvent>> {
     if (this.balance !== undefined) return this.inbox.next().then(this.apply, this.failed);
     return this.read().then(() => {
       this.sent = total(this.balance!);
@@ -144,18 +146,8 @@ class BalanceUpdates implements AsyncIterableIterator<BalanceEvent> {
     }, this.failed);
   }
 
-  return(): Promise<IteratorResult<BalanceEvent>> {
+  protected release(): void {
     this.inbox.close();
-    return Promise.resolve(ENDED);
-  }
-
-  /** Ends it as `return` does. */
-  throw(): Promise<IteratorResult<BalanceEvent>> {
-    return this.return();
-  }
-
-  [Symbol.asyncIterator](): this {
-    return this;
   }
 
   private async read(): Promise<void> {
@@ -188,7 +180,7 @@ class BalanceUpdates implements AsyncIterableIterator<BalanceEvent> {
 
   /** A read that failed ends it (its listener stops) with that failure. */
   private readonly failed = (error: unknown): never => {
-    this.inbox.close();
+    void this.end();
     throw error;
   };
 }

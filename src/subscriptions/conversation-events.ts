@@ -5,7 +5,7 @@ import { eventsLost } from '../errors.js';
 import type { ConversationEventKind } from '../graphql/generated/resolvers.js';
 import { SUBSCRIPTION_INBOX_CAPACITY } from '../limits.js';
 import type { Logger } from '../logger.js';
-import { ENDED } from '../shared/iteration.js';
+import { PullStream } from '../shared/iteration.js';
 import { ChangeFeed, type FeedObserver } from './change-feed.js';
 import { type Inbox, MISSED, type Missed } from './inbox.js';
 
@@ -78,30 +78,22 @@ export async function conversationChanges(
  * ends it, or changes were missed) its inbox closes, which stops its feed listener. A class, so
  * that each of thousands of idle subscriptions holds one small object rather than closures.
  */
-class ConversationChanges implements AsyncIterableIterator<ConversationChange> {
-  constructor(private readonly inbox: Inbox<ConversationChange>) {}
+class ConversationChanges extends PullStream<ConversationChange> {
+  constructor(private readonly inbox: Inbox<ConversationChange>) {
+    super();
+  }
 
-  next(): Promise<IteratorResult<ConversationChange>> {
+  protected pull(): Promise<IteratorResult<ConversationChange>> {
     return this.inbox.next().then(this.delivered);
   }
 
-  return(): Promise<IteratorResult<ConversationChange>> {
+  protected release(): void {
     this.inbox.close();
-    return Promise.resolve(ENDED);
-  }
-
-  /** Ends it as `return` does: graphql-js, and libraries, may end a source stream either way. */
-  throw(): Promise<IteratorResult<ConversationChange>> {
-    return this.return();
-  }
-
-  [Symbol.asyncIterator](): this {
-    return this;
   }
 
   private readonly delivered = (result: IteratorResult<ConversationChange | Missed>): IteratorResult<ConversationChange> => {
     if (result.value !== MISSED) return result as IteratorResult<ConversationChange>;
-    this.inbox.close();
+    void this.end();
     throw eventsLost('the change stream lost its place, or this client read too slowly');
   };
 }

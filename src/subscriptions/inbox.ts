@@ -1,31 +1,32 @@
-import { ENDED } from '../shared/iteration.js';
+import { ENDED, PullStream } from '../shared/iteration.js';
 
 /** In place of the changes an inbox had to drop, or that never reached it: its reader must catch up another way. */
 export const MISSED = Symbol('changes missed');
 export type Missed = typeof MISSED;
 
 /**
- * One subscription's queue of changes, filled by a change feed and read as an async iterator.
+ * One subscription's queue of changes, filled by a change feed and read as a `PullStream`.
  * It holds at most `capacity` changes: a reader that falls that far behind (a client that does
  * not read its socket) gets `MISSED` in their place rather than growing the queue without end.
- * `close()` ends it at once, even while its reader waits.
+ * `close()` (or `return`, or `throw`) ends it at once, even while its reader waits.
  */
-export class Inbox<T> implements AsyncIterableIterator<T | Missed> {
+export class Inbox<T> extends PullStream<T | Missed> {
   private queue: (T | Missed)[] = [];
   private waiting: ((result: IteratorResult<T | Missed>) => void) | undefined;
-  private closed = false;
   private stop: (() => void) | undefined;
 
-  constructor(private readonly capacity: number) {}
+  constructor(private readonly capacity: number) {
+    super();
+  }
 
   /** Runs `stop` once it closes (at once when it is closed already): its feed stops filling it. */
   whenClosed(stop: () => void): void {
-    if (this.closed) stop();
+    if (this.hasEnded) stop();
     else this.stop = stop;
   }
 
   push(item: T | Missed): void {
-    if (this.closed) return;
+    if (this.hasEnded) return;
     if (this.waiting) {
       const deliver = this.waiting;
       this.waiting = undefined;
@@ -37,28 +38,20 @@ export class Inbox<T> implements AsyncIterableIterator<T | Missed> {
     }
   }
 
-  next(): Promise<IteratorResult<T | Missed>> {
+  close(): void {
+    void this.end();
+  }
+
+  protected pull(): Promise<IteratorResult<T | Missed>> {
     if (this.queue.length > 0) return Promise.resolve({ value: this.queue.shift()!, done: false });
-    if (this.closed) return Promise.resolve(ENDED);
     return new Promise((resolve) => (this.waiting = resolve));
   }
 
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
+  protected release(): void {
     this.queue = [];
     this.waiting?.(ENDED);
     this.waiting = undefined;
     this.stop?.();
     this.stop = undefined;
-  }
-
-  async return(): Promise<IteratorResult<T | Missed>> {
-    this.close();
-    return ENDED;
-  }
-
-  [Symbol.asyncIterator](): this {
-    return this;
   }
 }

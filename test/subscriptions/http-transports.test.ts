@@ -6,6 +6,7 @@ import { createClient as createSseClient, type ExecutionResult } from 'graphql-s
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { captureLog } from '../support/captured-log.js';
+import { startTestDatabase, type TestDatabase } from '../support/database.js';
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
 import { connectAs } from '../support/websocket.js';
@@ -211,19 +212,22 @@ describe('urql over Server-Sent Events', () => {
 });
 
 describe('every transport under the same caps, metrics, writers and shutdown', () => {
+  let database: TestDatabase;
   let capped: TestGateway;
   let other: TestGateway;
 
   beforeAll(async () => {
-    capped = await startTestGateway({ SUBSCRIPTIONS_PER_CALLER: '3' });
+    // The engine outlives both instances: the test stops the first while the second still runs on it.
+    database = await startTestDatabase();
+    capped = await startTestGateway({ SUBSCRIPTIONS_PER_CALLER: '3' }, { database });
     await capped.seed(SEED);
     // A second instance on the same database: its writes reach the first one's subscribers.
-    other = await startTestGateway({}, { database: capped.testDatabase });
+    other = await startTestGateway({}, { database });
   });
   afterAll(async () => {
     await other?.stop();
     await capped?.stop();
-    await capped?.testDatabase.stop();
+    await database?.stop();
   });
 
   it('counts one caller’s subscriptions over WebSocket, SSE and multipart against one cap, labels them by transport, and sends each the other instance’s writes', async () => {

@@ -1,9 +1,14 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { connect as connectTcp, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { secretKey } from '../../src/auth/access-token.js';
+import { documentIdOf } from '../../src/operations/documents.js';
+import { captureLog } from '../support/captured-log.js';
 import { ManualClock } from '../support/clock.js';
 import { startTestGateway, TEST_JWT_SECRET, type TestGateway } from '../support/gateway.js';
 import { sample, scrapeMetrics } from '../support/metrics.js';
@@ -29,6 +34,10 @@ const SEED = {
 };
 const BALANCE = 'subscription { quota }';
 const CONVERSATIONS = 'subscription { conversationEvents { number conversation { name messages { content } } } }';
+
+/** What a client subscribes with: a document's text, or a trusted document's id beside an empty text. */
+type Operation = string | { documentId: string };
+const payloadOf = (operation: Operation) => (typeof operation === 'string' ? { query: operation } : { query: '', ...operation });
 
 /** A live subscription opened over a door by a client that reads everything it is sent. */
 interface Live {
@@ -77,64 +86,94 @@ async function reserve(gateway: TestGateway, authorization: string): Promise<Res
 }
 
 /** Adds an operation to a single-connection stream; answers the HTTP status. */
-async function addOperation(gateway: TestGateway, authorization: string, token: string, query: string, id = 'op'): Promise<number> {
+async function addOperation(gateway: TestGateway, authorization: string, token: string, operation: Operation): Promise<number> {
+  return (await postOperation(gateway, authorization, token, operation)).status;
+}
+
+/** Adds an operation to a single-connection stream; answers the HTTP answer, its body read. */
+async function postOperation(
+  gateway: TestGateway,
+  authorization: string,
+  token: string,
+  operation: Operation,
+): Promise<{ status: number; body: string }> {
   const posted = await fetch(`${gateway.url}/graphql/stream`, {
     method: 'POST',
     headers: { authorization, 'content-type': 'application/json', 'x-graphql-event-stream-token': token },
-    body: JSON.stringify({ query, extensions: { operationId: id } }),
+    body: JSON.stringify({ ...payloadOf(operation), extensions: { operationId: 'op' } }),
   });
-  await posted.arrayBuffer();
-  return posted.status;
+  return { status: posted.status, body: await posted.text() };
 }
 
 /** The request that opens a stream over an HTTP door (for a single connection: its GET, the stream reserved as `token`). */
-function streamRequest(door: Door, authorization: string, query: string, token?: string): string {
+function streamRequest(door: Door, authorization: string, operation: Operation, token?: string): string {
+  const body = JSON.stringify(payloadOf(operation));
   const json = { authorization, 'content-type': 'application/json' };
-  if (door === 'multipart')
-    return httpRequest('POST', '/graphql', { ...json, accept: 'multipart/mixed;subscriptionSpec=1.0' }, JSON.stringify({ query }));
+  if (door === 'multipart') return httpRequest('POST', '/graphql', { ...json, accept: 'multipart/mixed;subscriptionSpec=1.0' }, body);
   if (door === 'sse, a single connection')
     return httpRequest('GET', '/graphql/stream', { authorization, accept: 'text/event-stream', 'x-graphql-event-stream-token': token! });
-  return httpRequest('POST', '/graphql/stream', { ...json, accept: 'text/event-stream' }, JSON.stringify({ query }));
+  return httpRequest('POST', '/graphql/stream', { ...json, accept: 'text/event-stream' }, body);
 }
 
-/** Opens `query` over `door` as a client that reads all it is sent; resolves once the subscription runs. */
-async function open(gateway: TestGateway, door: Door, authorization: string, query: string): Promise<Live> {
+/** Opens `operation` over `door` as a client that reads all it is sent; resolves once the subscription runs. */
+async function open(gateway: TestGateway, door: Door, authorization: string, operation: Operation): Promise<Live> {
   const before = await subscriptionsRunning(gateway.url);
-  let live: Live;
+  const live = await subscribe(gateway, door, authorization, operation);
+  expect(live.refusal).toBeUndefined();
+  await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 10 }).toBe(before + 1);
+  return live;
+}
+
+/**
+ * Subscribes with `operation` over `door` as a client that reads all it is sent; resolves once
+ * the request is sent (for a single connection: once its operation is added, or refused).
+ */
+async function subscribe(
+  gateway: TestGateway,
+  door: Door,
+  authorization: string,
+  operation: Operation,
+): Promise<Live & { refusal?: string }> {
   if (door === 'websocket') {
     const socket = await connectAs(gateway.url, authorization);
     const messages: string[] = [];
     socket.socket.on('message', (data) => messages.push(data.toString()));
-    socket.subscribe(query);
-    live = {
+    const { query, ...rest } = payloadOf(operation);
+    socket.subscribe(query, undefined, rest);
+    return {
       received: () => messages.join('\n'),
       closed: socket.closed.then(() => {}),
       destroy: () => socket.socket.terminate(),
       stopReading: () => (socket.socket as unknown as { _socket: Socket })._socket.pause(),
     };
-  } else {
-    const raw = await rawSocket(gateway);
-    let token: string | undefined;
-    if (door === 'sse, a single connection') {
-      const reserved = await reserve(gateway, authorization);
-      expect(reserved.status).toBe(201);
-      token = await reserved.text();
-    }
-    raw.socket.write(streamRequest(door, authorization, query, token));
-    if (token !== undefined) {
-      await expect.poll(() => raw.received(), { timeout: 5_000, interval: 10 }).toContain('\r\n\r\n');
-      expect(await addOperation(gateway, authorization, token, query)).toBe(202);
-    }
-    live = { received: raw.received, closed: raw.closed, destroy: () => raw.socket.destroy(), stopReading: () => raw.socket.pause() };
   }
-  await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 10 }).toBe(before + 1);
-  return live;
+  const raw = await rawSocket(gateway);
+  const live = { received: raw.received, closed: raw.closed, destroy: () => raw.socket.destroy(), stopReading: () => raw.socket.pause() };
+  let token: string | undefined;
+  if (door === 'sse, a single connection') {
+    const reserved = await reserve(gateway, authorization);
+    expect(reserved.status).toBe(201);
+    token = await reserved.text();
+  }
+  raw.socket.write(streamRequest(door, authorization, operation, token));
+  if (token === undefined) return live;
+  await expect.poll(() => raw.received(), { timeout: 5_000, interval: 10 }).toContain('\r\n\r\n');
+  const added = await postOperation(gateway, authorization, token, operation);
+  if (added.status === 202) return live;
+  return { ...live, refusal: `${added.status} ${added.body}` };
 }
 
-/** Open streams the gateway counts, every HTTP door together. */
-async function streamsOpen(gateway: TestGateway): Promise<number> {
+/** The `conversationEvents` events the gateway ran and sent over `door`'s transport. */
+async function eventsRun(gateway: TestGateway, door: Door): Promise<number> {
+  const transport = door === 'websocket' || door === 'multipart' ? door : 'sse';
+  return sample(await scrapeMetrics(gateway.url), 'graphql_subscription_events_total', { field: 'conversationEvents', transport });
+}
+
+/** Live connections the gateway counts as open, every door together: its WebSockets and its HTTP streams. */
+async function connectionsOpen(gateway: TestGateway): Promise<number> {
   const metrics = await scrapeMetrics(gateway.url);
   return (
+    (sample(metrics, 'graphql_websockets_open') ?? 0) +
     (sample(metrics, 'graphql_event_streams_open', { transport: 'sse' }) ?? 0) +
     (sample(metrics, 'graphql_event_streams_open', { transport: 'multipart' }) ?? 0)
   );
@@ -142,13 +181,14 @@ async function streamsOpen(gateway: TestGateway): Promise<number> {
 
 describe.each(DOORS)('a live connection over %s', (door) => {
   const clock = new ManualClock();
+  const log = captureLog();
   let gateway: TestGateway;
   let alice: string;
 
   beforeAll(async () => {
     gateway = await startTestGateway(
       { LIVE_CONNECTIONS_PER_CALLER: '3', WEBSOCKETS_PER_ADDRESS: '5', WEBSOCKET_MAX_BUFFERED_BYTES: '65536' },
-      { clock },
+      { clock, logger: log.logger },
     );
     await gateway.seed(SEED);
     alice = `Bearer ${await gateway.token(1)}`;
@@ -247,32 +287,36 @@ describe.each(DOORS)('a live connection over %s', (door) => {
       }
     }
     await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 20 }).toBe(before);
-    await expect.poll(() => streamsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
+    await expect.poll(() => connectionsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
   });
 
-  // graphql-ws waits for each message to be written before it takes the next event, so a WebSocket reader that
-  // stops reading holds one message and its inbox, and is dropped at the keep-alive beat (socket-bounds.test.ts).
-  it.skipIf(door === 'websocket')(
-    'drops a reader that stops reading once the server holds more than the bound for it, releasing its subscription',
-    async () => {
-      const content = 'w'.repeat(300_000);
-      const before = await subscriptionsRunning(gateway.url);
-      const live = await open(gateway, door, alice, CONVERSATIONS);
-      live.stopReading();
-      // Past what the kernel's buffers on both ends take, the server holds the events: then it drops the connection.
-      for (let rename = 0; rename < 200 && (await subscriptionsRunning(gateway.url)) > before; rename += 1) {
-        await gateway.models.conversations.updateOne(
-          { userId: 1, id: 1 },
-          { $set: { name: `Slow ${rename}`, messages: [{ role: 'user', content }] } },
-        );
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-      expect(await subscriptionsRunning(gateway.url)).toBe(before);
-      await expect.poll(() => streamsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
-      live.destroy();
-      await gateway.models.conversations.updateOne({ userId: 1, id: 1 }, { $set: { name: 'Trip plan', messages: [] } });
-    },
-  );
+  it('drops a reader that stops reading once the server holds more than the bound for it, releasing its subscription', async () => {
+    const content = 'w'.repeat(300_000);
+    const before = await subscriptionsRunning(gateway.url);
+    const live = await open(gateway, door, alice, CONVERSATIONS);
+    const logged = log.lines().length;
+    const run = await eventsRun(gateway, door);
+    live.stopReading();
+    // Past what the kernel's buffers on both ends take, the server holds the events: then it drops the connection.
+    let renames = 0;
+    while (renames < 200 && (await subscriptionsRunning(gateway.url)) > before) {
+      await gateway.models.conversations.updateOne(
+        { userId: 1, id: 1 },
+        { $set: { name: `Slow ${renames}`, messages: [{ role: 'user', content }] } },
+      );
+      renames += 1;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(await subscriptionsRunning(gateway.url)).toBe(before);
+    // Each change was run and written as it came, none kept waiting unsent in its inbox: what the
+    // server held for the reader was bytes on its backlog, which the bound counts.
+    expect((await eventsRun(gateway, door)) - run).toBeGreaterThanOrEqual(renames - 2);
+    await expect.poll(() => connectionsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
+    // Dropped for what it left unread, not by a later beat that found it silent.
+    expect(log.lines().slice(logged)).toContainEqual(expect.objectContaining({ endedFor: 'unread data' }));
+    live.destroy();
+    await gateway.models.conversations.updateOne({ userId: 1, id: 1 }, { $set: { name: 'Trip plan', messages: [] } });
+  });
 
   it('delivers one event larger than the unsent-data bound to a reader that keeps up', async () => {
     const content = 'y'.repeat(300_000);
@@ -282,6 +326,43 @@ describe.each(DOORS)('a live connection over %s', (door) => {
     live.destroy();
     await live.closed;
     await gateway.models.conversations.updateOne({ userId: 1, id: 1 }, { $set: { messages: [] } });
+  });
+});
+
+describe.each(DOORS)('a live connection over %s, where only trusted documents run', (door) => {
+  const known = documentIdOf(BALANCE);
+  let gateway: TestGateway;
+  let alice: string;
+
+  beforeAll(async () => {
+    const file = join(await mkdtemp(join(tmpdir(), 'trusted-live-')), 'documents.json');
+    await writeFile(file, JSON.stringify({ [known]: BALANCE }));
+    gateway = await startTestGateway({ PERSISTED_DOCUMENTS: file, PERSISTED_DOCUMENTS_ONLY: 'true' });
+    await gateway.seed(SEED);
+    alice = `Bearer ${await gateway.token(1)}`;
+  });
+  afterAll(() => gateway?.stop());
+
+  it('runs a trusted document named by its id', async () => {
+    const live = await open(gateway, door, alice, { documentId: known });
+    await expect.poll(() => live.received(), { timeout: 5_000, interval: 10 }).toContain('{"data":{"quota":12.5}}');
+    live.destroy();
+    await live.closed;
+  });
+
+  it.each([
+    ['an id no trusted document has', { documentId: documentIdOf('subscription { balance: quota }') }, 'PERSISTED_QUERY_NOT_FOUND'],
+    ['a document text, even a trusted one’s', BALANCE, 'PERSISTED_QUERY_ONLY'],
+  ] as const)('refuses %s, and runs nothing for it', async (_what, operation, code) => {
+    const before = await subscriptionsRunning(gateway.url);
+    const live = await subscribe(gateway, door, alice, operation);
+    if (live.refusal === undefined) await expect.poll(() => live.received(), { timeout: 5_000, interval: 10 }).toContain(code);
+    const answer = live.refusal ?? live.received();
+    expect(answer).toContain(`"code":"${code}"`);
+    expect(answer).not.toContain('"data"');
+    expect(await subscriptionsRunning(gateway.url)).toBe(before);
+    live.destroy();
+    await live.closed;
   });
 });
 
@@ -323,7 +404,7 @@ describe.each(HTTP_DOORS)('requests pipelined behind a stream over %s', (door) =
       await raw.closed;
     }
     await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 20 }).toBe(before);
-    await expect.poll(() => streamsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
+    await expect.poll(() => connectionsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
   });
 
   it('leave nothing behind when the client half-closes its side of the connection', async () => {
@@ -338,7 +419,7 @@ describe.each(HTTP_DOORS)('requests pipelined behind a stream over %s', (door) =
     raw.socket.end();
     await raw.closed;
     await expect.poll(() => subscriptionsRunning(gateway.url), { timeout: 5_000, interval: 20 }).toBe(before);
-    await expect.poll(() => streamsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
+    await expect.poll(() => connectionsOpen(gateway), { timeout: 5_000, interval: 20 }).toBe(0);
   });
 
   it('do not hold the server’s stop: it completes the stream and exits within the shutdown budget', async () => {
