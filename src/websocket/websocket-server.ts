@@ -8,7 +8,9 @@ import { type Server as WebSocketServerOf, type ServerOptions, WebSocketServer }
 
 import type { Authenticator, Caller } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
-import { badRequest, failureOf, graphqlAnswer } from '../errors.js';
+import { failureOf } from '../db/database-failures.js';
+import { badRequest } from '../errors.js';
+import { graphqlAnswer } from '../graphql/failure-answer.js';
 import { GRAPHQL_PATH, routesTo } from '../http/route-paths.js';
 import { routeUpgrades } from '../http/upgrades.js';
 import { BODY_LIMIT_BYTES, WEBSOCKET_MESSAGE_ASSEMBLY } from '../limits.js';
