@@ -4,8 +4,8 @@ import type { UserError } from '../graphql/generated/resolvers.js';
 import { type Outcome, userErrors } from '../shared/user-error.js';
 import { type Gift, GIFT_POINTS, type GiftPackage, GIFTS } from './gift.js';
 import type { OfficialBilling } from './official-billing.js';
-import { purchaseRefusal } from './purchase-rules.js';
 import type { BuyResult } from './purchase-lifecycle.js';
+import { purchaseRefusal } from './purchase-rules.js';
 import { SsoUnavailableError } from './sso-client.js';
 
 export type BuyOutcome = Outcome<{ quota: number }>;

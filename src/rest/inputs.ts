@@ -2,8 +2,8 @@ import type { Request } from 'express';
 import { GRAPHQL_MAX_INT as MAX_INT } from 'graphql';
 import { z } from 'zod';
 
-import { badRequest, badUserInput, type Failure } from '../errors.js';
 import { purchaseIdempotencyKey, purchaseQuota } from '../billing/purchase-rules.js';
+import { badRequest, badUserInput, type Failure } from '../errors.js';
 import { MAX_CONVERSATION_NAME_LENGTH } from '../limits.js';
 import { userErrors } from '../shared/user-error.js';
 import type { RouteInput } from './route.js';

@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest';
 
 import { BALANCE_FIELD_NAMES, BALANCE_PARTS, storedBalanceOf, totalMicros, USERS_COLLECTION } from '../../../src/accounts/index.js';
 import { balanceMicrosOf, userModel } from '../../../src/accounts/user.model.js';
-import { CONVERSATIONS_COLLECTION } from '../../../src/conversations/index.js';
 import { conversationModel } from '../../../src/conversations/conversation.model.js';
+import { CONVERSATIONS_COLLECTION } from '../../../src/conversations/index.js';
 import { BALANCE_CHANGES, routeBalanceChange } from '../../../src/subscriptions/balance-updates.js';
 
 // A connection that never connects: the models only describe the stored documents here.
