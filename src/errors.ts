@@ -1,45 +1,31 @@
 import { ApolloServerErrorCode } from '@apollo/server/errors';
-import { type ExecutionResult, GraphQLError, type GraphQLFormattedError } from 'graphql';
-import {
-  MongoClientClosedError,
-  MongoError,
-  MongoErrorLabel,
-  MongoNetworkError,
-  MongoNotConnectedError,
-  MongoServerClosedError,
-  MongoServerSelectionError,
-  MongoTopologyClosedError,
-} from 'mongodb';
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 
 /**
- * Failures: the closed set of ways a request fails, each with its code and HTTP status,
- * and the two renderers that turn one into an answer (GraphQL, legacy REST body).
- * Nothing else decides a failure's status or body. Expected outcomes (not found, wallet
- * too low, bad quota, not on this deployment for buy) are not failures: they are data,
- * `ok: false` with a `UserError` (`shared/user-error.ts`).
+ * Failures: the closed set of ways a request fails, each with its code and HTTP status. Nothing
+ * else decides a failure's code or status. Which errors of the database stand for which kind is
+ * `db/database-failures.ts`; the answers a failure is rendered as belong to each door:
+ * `graphql/failure-answer.ts` (a GraphQL response) and `rest/legacy-answer.ts` (a legacy body).
+ * Expected outcomes (not found, wallet too low, bad quota, not on this deployment) are not
+ * failures: they are data, `ok: false` with a `UserError` (`shared/user-error.ts`).
  */
 
-const SERVICE_UNAVAILABLE_TEXT = 'service temporarily unavailable, try again later';
 export const INTERNAL_MESSAGE = 'internal server error';
 
 interface Kind {
   code: string;
   /** The answer's HTTP status; 200 for a failure raised by one field, which leaves the status to the rest of the answer. */
   status: number;
-  /** The legacy API reports unreadable bodies and bad input as `status: false` with HTTP 200, as the legacy service did. */
-  legacyStatus?: number;
-  /** The legacy API's own sentence, where it differs from the GraphQL message. */
-  legacyText?: string;
 }
 
 const KINDS = {
-  unauthenticated: { code: 'UNAUTHENTICATED', status: 401, legacyText: 'unauthorized' },
+  unauthenticated: { code: 'UNAUTHENTICATED', status: 401 },
   rateLimited: { code: 'RATE_LIMITED', status: 429 },
-  badRequest: { code: ApolloServerErrorCode.BAD_REQUEST, status: 400, legacyStatus: 200 },
-  payloadTooLarge: { code: ApolloServerErrorCode.BAD_REQUEST, status: 413, legacyText: 'request body too large' },
-  unsupportedMediaType: { code: ApolloServerErrorCode.BAD_REQUEST, status: 415, legacyStatus: 200 },
+  badRequest: { code: ApolloServerErrorCode.BAD_REQUEST, status: 400 },
+  payloadTooLarge: { code: ApolloServerErrorCode.BAD_REQUEST, status: 413 },
+  unsupportedMediaType: { code: ApolloServerErrorCode.BAD_REQUEST, status: 415 },
   invalidOperation: { code: ApolloServerErrorCode.GRAPHQL_VALIDATION_FAILED, status: 400 },
-  responseTooLarge: { code: 'RESPONSE_TOO_LARGE', status: 400, legacyStatus: 200 },
+  responseTooLarge: { code: 'RESPONSE_TOO_LARGE', status: 400 },
   persistedQueryNotFound: { code: ApolloServerErrorCode.PERSISTED_QUERY_NOT_FOUND, status: 400 },
   persistedQueryOnly: { code: 'PERSISTED_QUERY_ONLY', status: 400 },
   badUserInput: { code: ApolloServerErrorCode.BAD_USER_INPUT, status: 200 },
@@ -48,8 +34,8 @@ const KINDS = {
   subscriptionsUnavailable: { code: 'SUBSCRIPTIONS_UNAVAILABLE', status: 200 },
   tooManySubscriptions: { code: 'TOO_MANY_SUBSCRIPTIONS', status: 200 },
   eventsLost: { code: 'EVENTS_LOST', status: 200 },
-  databaseUnavailable: { code: 'DATABASE_UNAVAILABLE', status: 503, legacyText: SERVICE_UNAVAILABLE_TEXT },
-  upstreamUnavailable: { code: 'UPSTREAM_UNAVAILABLE', status: 503, legacyText: SERVICE_UNAVAILABLE_TEXT },
+  databaseUnavailable: { code: 'DATABASE_UNAVAILABLE', status: 503 },
+  upstreamUnavailable: { code: 'UPSTREAM_UNAVAILABLE', status: 503 },
   // Not 401: the token may well be valid, its key cannot be fetched to check it.
   credentialsUncheckable: { code: 'AUTHENTICATION_UNAVAILABLE', status: 503 },
   noSuchEndpoint: { code: 'NOT_FOUND', status: 404 },
@@ -57,10 +43,26 @@ const KINDS = {
   tooManyConnections: { code: 'TOO_MANY_CONNECTIONS', status: 429 },
   credentialExpired: { code: 'UNAUTHENTICATED', status: 200 },
   methodNotAllowed: { code: 'METHOD_NOT_ALLOWED', status: 405 },
-  internal: { code: ApolloServerErrorCode.INTERNAL_SERVER_ERROR, status: 500, legacyText: 'internal error' },
+  internal: { code: ApolloServerErrorCode.INTERNAL_SERVER_ERROR, status: 500 },
 } as const satisfies Record<string, Kind>;
 
-type FailureKind = keyof typeof KINDS;
+export type FailureKind = keyof typeof KINDS;
+
+/** Every kind, in the order above. */
+export const FAILURE_KINDS = Object.keys(KINDS) as FailureKind[];
+
+/** The code a failure of this kind carries in `extensions.code`. */
+export const codeOfKind = (kind: FailureKind): string => KINDS[kind].code;
+
+/** The HTTP status of a failure's answer; 200 for one raised by a field. */
+export const statusOf = (failure: Failure): number => KINDS[failure.kind].status;
+
+/** An answer over HTTP, as each door renders a failure. */
+export interface HttpAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: object;
+}
 
 /**
  * A failure of a known kind. It is a GraphQLError whose `extensions` carry the code and,
@@ -185,104 +187,6 @@ export const methodNotAllowed = (allowed: string) =>
 /** Anything unexpected: a bug, or a failure nobody foresaw. Its message never reaches a client. */
 export const internal = (cause: unknown) => new Failure('internal', INTERNAL_MESSAGE, { cause });
 
-/**
- * The codes the drivers' retryable reads and retryable writes specifications call retryable: the
- * server cannot serve now (not primary, stepping down, shutting down, a network failure or a time
- * limit between members). The driver retries an operation once on them and does not export its
- * list; a read fails with them unlabelled, so the code is all there is to go by.
- */
-const RETRYABLE_CODES = new Set([6, 7, 89, 91, 134, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
-/** WriteConcernTimeout: the write is applied, but its replication was not confirmed in time. */
-const WRITE_CONCERN_TIMEOUT = 64;
-/**
- * MaxTimeMSExpired: the server stopped a command at the time limit it was given (by the driver's
- * `timeoutMS`, or the server's default for reads), having changed nothing: a busy or lagging
- * server, like the codes above, though the driver does not retry it.
- */
-const MAX_TIME_MS_EXPIRED = 50;
-/** Labels by which the server (or the driver) says that the same operation may succeed if tried again. */
-const TRANSIENT_LABELS = [
-  MongoErrorLabel.RetryableWriteError,
-  MongoErrorLabel.TransientTransactionError,
-  MongoErrorLabel.ResumableChangeStreamError,
-  MongoErrorLabel.SystemOverloadedError,
-  MongoErrorLabel.RetryableError,
-];
-
-/**
- * Whether an error means the database cannot be reached or cannot serve right now (an election, a
- * shutdown, a lost connection, an overloaded or lagging cluster, a read past its time limit), rather than a bug: by the driver's
- * own error classes and labels, and the codes it retries. Anything else (a programming error such
- * as 2 BadValue) is internal.
- */
-export function isDatabaseUnavailable(error: unknown): boolean {
-  if (
-    error instanceof MongoNetworkError ||
-    error instanceof MongoServerSelectionError ||
-    error instanceof MongoTopologyClosedError ||
-    error instanceof MongoServerClosedError ||
-    error instanceof MongoClientClosedError ||
-    error instanceof MongoNotConnectedError
-  ) {
-    return true;
-  }
-  if (!(error instanceof MongoError)) return false;
-  const code = Number(error.code);
-  return (
-    TRANSIENT_LABELS.some((label) => error.hasErrorLabel(label)) ||
-    RETRYABLE_CODES.has(code) ||
-    code === WRITE_CONCERN_TIMEOUT ||
-    code === MAX_TIME_MS_EXPIRED
-  );
-}
-
-/** The failure anything thrown while serving a request stands for. */
-export function failureOf(error: unknown): Failure {
-  if (error instanceof Failure) return error;
-  if (isDatabaseUnavailable(error)) return databaseUnavailable(error);
-  // body-parser's errors carry a 4xx `status`, a `type` and, when too large, the `limit` in bytes.
-  const { status, type, limit } = (error ?? {}) as { status?: unknown; type?: unknown; limit?: unknown };
-  if (typeof status !== 'number' || status < 400 || status >= 500) return internal(error);
-  if (status === 413) return payloadTooLarge(Number(limit));
-  if (status === 415) return unsupportedMediaType();
-  return badRequest(type === 'entity.parse.failed' ? 'request body is not valid JSON' : 'request body could not be read');
-}
-
-/**
- * The errors of an operation's result with the failures they stand for: a resolver that could
- * not reach the database answers the database-unavailable kind (and so HTTP 503), where it failed.
- */
-export function withFailureKinds<T extends ExecutionResult>(result: T): T {
-  const unreachable = (error: GraphQLError) => isDatabaseUnavailable(error.originalError);
-  if (!result.errors?.some(unreachable)) return result;
-  const errors = result.errors.map((error) => {
-    if (!unreachable(error)) return error;
-    const { message, extensions } = databaseUnavailable(error.originalError);
-    return Object.assign(new GraphQLError(message, { path: error.path, originalError: error.originalError, extensions }), {
-      locations: error.locations,
-    });
-  });
-  return { ...result, errors };
-}
-
-// ---- GraphQL answers ----------------------------------------------------------------
-
-export interface HttpAnswer {
-  status: number;
-  headers: Record<string, string>;
-  body: object;
-}
-
-/** A failure outside any operation (credentials, limits, the request body), as a GraphQL response. */
-export function graphqlAnswer(failure: Failure, requestId: string): HttpAnswer {
-  const { http: _http, ...extensions } = failure.extensions;
-  return {
-    status: KINDS[failure.kind].status,
-    headers: failure.headers,
-    body: { errors: [{ message: failure.message, extensions: failure.kind === 'internal' ? { ...extensions, requestId } : extensions }] },
-  };
-}
-
 export const INTERNAL_CODE = KINDS.internal.code;
 export const VALIDATION_FAILED_CODE = KINDS.invalidOperation.code;
 
@@ -290,67 +194,4 @@ export const VALIDATION_FAILED_CODE = KINDS.invalidOperation.code;
 export function codeOf(error: GraphQLFormattedError | GraphQLError): string {
   const code = error.extensions?.code;
   return typeof code === 'string' ? code : INTERNAL_CODE;
-}
-
-// ---- Legacy REST answers ------------------------------------------------------------
-
-/** Where a legacy endpoint reports failures: `message` for conversations, `error` for quota, buy and package. */
-export type FailureField = 'message' | 'error';
-
-/** A failure as a legacy endpoint answers it: `status: false` and a sentence in its failure field. */
-export function legacyAnswer(failure: Failure, field: FailureField, requestId: string): HttpAnswer {
-  const kind: Kind = KINDS[failure.kind];
-  return {
-    status: kind.legacyStatus ?? kind.status,
-    headers: failure.headers,
-    body: {
-      status: false,
-      [field]: kind.legacyText ?? failure.message,
-      // An internal error names the request, so a report can be matched with its log line.
-      ...(failure.kind === 'internal' && { request_id: requestId }),
-    },
-  };
-}
-
-/** The kinds a REST layer's operation may fail with and still answer in the endpoint's own words; anything else is internal. */
-const OPERATION_FAILURES: ReadonlySet<FailureKind> = new Set([
-  'rateLimited',
-  'databaseUnavailable',
-  'notAvailable',
-  'badUserInput',
-  'responseTooLarge',
-]);
-
-/** The failure an error of an operation run in this process stands for: the failure a resolver threw, or internal. */
-export function failureOfOperation(error: GraphQLError): Failure {
-  const failure = failureOf(error.originalError ?? error);
-  return OPERATION_FAILURES.has(failure.kind) ? failure : internal(error);
-}
-
-/**
- * The failure an operation's error stands for, read back from the answer of a remote gateway (the
- * REST sidecar's): by its code, for the kinds `failureOfOperation` answers; anything else is internal.
- */
-export function failureOfAnswer(error: GraphQLFormattedError): Failure {
-  switch (codeOf(error)) {
-    case KINDS.rateLimited.code: {
-      const { retryAfter } = error.extensions ?? {};
-      return rateLimited(typeof retryAfter === 'number' && retryAfter >= 1 ? Math.ceil(retryAfter) : 1);
-    }
-    case KINDS.databaseUnavailable.code:
-      return databaseUnavailable();
-    case KINDS.credentialsUncheckable.code: {
-      const retryAfter = Number(error.extensions?.retryAfter);
-      return credentialsUncheckable(Number.isSafeInteger(retryAfter) && retryAfter >= 1 ? retryAfter : 5);
-    }
-    case KINDS.notAvailable.code:
-      return notAvailable(error.message);
-    case KINDS.badUserInput.code:
-      return badUserInput(error.message);
-    case KINDS.responseTooLarge.code: {
-      const { maxBytes } = error.extensions ?? {};
-      if (typeof maxBytes === 'number') return responseTooLarge(maxBytes);
-    }
-  }
-  return internal(new Error(`operation failed: ${error.message}`));
 }

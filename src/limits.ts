@@ -20,6 +20,15 @@ export const WEBSOCKET_MESSAGE_ASSEMBLY = {
   reads: 96,
 } as const;
 
+/** How often every WebSocket is pinged (`websocket/websocket-server.ts`); a socket that does not answer before the next beat is dropped. */
+export const KEEP_ALIVE_MS = 12_000;
+
+/** How long a WebSocket may wait before its `connection_init` (graphql-ws's own default): past it, it is closed with 4408. */
+export const CONNECTION_INIT_WAIT_MS = 3_000;
+
+/** How long a WebSocket the server closes may take to answer with its close frame before it is cut (ws waits 30 s). */
+export const CLOSE_GRACE_MS = 2_000;
+
 /** The points one purchase buys, at least and at most, over `POST /buy` and GraphQL's `buy` alike. */
 export const PURCHASE_RANGE = { min: 1, max: 99_999 } as const;
 

@@ -193,7 +193,6 @@ async function serve(config: Config, logger: Logger, options: Started, closers: 
   const subscriptions = await createSubscriptions({
     connection: database.connection,
     accounts: domains.accounts.store,
-    models: { users: domains.accounts.models.users, conversations: domains.conversations.models.conversations },
     logger,
   });
   closers.push(() => subscriptions.close());

@@ -4,7 +4,7 @@ import type { Gift } from '../billing/gift.js';
 import type { DatabaseCommands } from '../db/database-commands.js';
 import { insertMissing, type InsertMissingResult } from '../db/insert-missing.js';
 import type { ApiKeyModel } from './api-key.model.js';
-import { BALANCE_FIELDS, balanceMicrosOf, legacyMicros, type UserModel } from './user.model.js';
+import { BALANCE_FIELDS, balanceMicrosOf, type StoredBalance, storedBalanceOf, type UserModel } from './user.model.js';
 
 /** What buying and gifts need to know of a user. */
 export interface BillingAccount {
@@ -12,12 +12,6 @@ export interface BillingAccount {
   username: string;
   pendingOrders: string[];
   grantedGifts: Gift[];
-}
-
-/** A balance as stored: what this service wrote, and what writers of the old unit wrote beside it (both in micro-points). */
-export interface StoredBalance {
-  micros: number;
-  legacyMicros: number;
 }
 
 /** Users and their API keys: the only code that touches those collections. */
@@ -52,7 +46,7 @@ export class AccountStore {
           .session(session)
           .lean(),
       );
-      return { balance: { micros: user?.balanceMicros ?? 0, legacyMicros: legacyMicros(user?.balanceUnits) }, at: session.operationTime };
+      return { balance: storedBalanceOf(user), at: session.operationTime };
     } finally {
       await session.endSession();
     }

@@ -4,6 +4,16 @@ import { apiKeyModel } from './api-key.model.js';
 import { userModel } from './user.model.js';
 
 export { accountRules } from './account-rules.js';
+/** What the balance's change feed (`subscriptions/balance-updates.ts`) needs of the stored users: where and how a balance is stored. */
+export {
+  BALANCE_FIELD_NAMES,
+  BALANCE_PARTS,
+  type StoredBalance,
+  storedBalanceOf,
+  storedBalancePart,
+  totalMicros,
+  USERS_COLLECTION,
+} from './user.model.js';
 
 /** Users, their balances and API keys. */
 export function createAccounts({ connection, commands }: StoreDatabase) {

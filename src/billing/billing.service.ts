@@ -1,15 +1,17 @@
 import type { AccountStore } from '../accounts/account.store.js';
 import { microsToPoints, pointsToMicros } from '../accounts/points.js';
-import { notAvailable } from '../errors.js';
 import type { UserError } from '../graphql/generated/resolvers.js';
-import { IDEMPOTENCY_KEY, PURCHASE_RANGE } from '../limits.js';
 import { type Outcome, userErrors } from '../shared/user-error.js';
 import { type Gift, GIFT_POINTS, type GiftPackage, GIFTS } from './gift.js';
 import type { OfficialBilling } from './official-billing.js';
 import type { BuyResult } from './purchase-lifecycle.js';
+import { purchaseRefusal } from './purchase-rules.js';
 import { SsoUnavailableError } from './sso-client.js';
 
 export type BuyOutcome = Outcome<{ quota: number }>;
+
+/** The gift package's outcome: the provider's flags, or why they could not be asked for (as buy's failures, data). */
+export type GiftPackageOutcome = Outcome<{ package: GiftPackage }>;
 
 /** What the buyer is told when a buy did not end credited. */
 const BUY_FAILURES: Record<Exclude<BuyResult['outcome'], 'credited'>, UserError> = {
@@ -24,7 +26,7 @@ const BUY_FAILURES: Record<Exclude<BuyResult['outcome'], 'credited'>, UserError>
 /**
  * One caller's balance, purchases and gift package, built per request. Buying and the gift
  * package exist only on the official deployment (`official` given); elsewhere they answer
- * "not available" and call nothing.
+ * "not available" and call nothing. Their expected failures are outcomes, never thrown.
  */
 export class BillingService {
   constructor(
@@ -47,11 +49,8 @@ export class BillingService {
    * first buy's outcome.
    */
   async buy(quota: number, idempotencyKey?: string): Promise<BuyOutcome> {
-    if (!Number.isInteger(quota) || quota < PURCHASE_RANGE.min || quota > PURCHASE_RANGE.max) {
-      return { ok: false, error: userErrors.invalidQuota };
-    }
-    if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey))
-      return { ok: false, error: userErrors.invalidIdempotencyKey };
+    const refusal = purchaseRefusal(quota, idempotencyKey);
+    if (refusal !== undefined) return { ok: false, error: refusal };
     const official = this.official;
     if (official === undefined) return { ok: false, error: userErrors.notOnThisDeployment };
     const account = await this.accounts.billingAccount(this.userId);
@@ -65,18 +64,19 @@ export class BillingService {
 
   /**
    * Answers the provider's current certification flags, first granting each gift package the
-   * caller qualifies for and has not had yet.
+   * caller qualifies for and has not had yet. Not on this deployment, no account and a provider
+   * that does not answer are outcomes (`ok: false`), as they are for `buy`.
    */
-  async giftPackage(): Promise<GiftPackage> {
+  async giftPackage(): Promise<GiftPackageOutcome> {
     const official = this.official;
-    if (official === undefined) throw notAvailable(userErrors.notOnThisDeployment.message);
+    if (official === undefined) return { ok: false, error: userErrors.notOnThisDeployment };
     const account = await this.accounts.billingAccount(this.userId);
-    if (account === null) throw notAvailable(userErrors.noAccount.message);
+    if (account === null) return { ok: false, error: userErrors.noAccount };
     let flags: GiftPackage;
     try {
       flags = await official.sso.certification(account.username);
     } catch (error) {
-      if (error instanceof SsoUnavailableError) throw notAvailable(userErrors.providerUnavailable.message);
+      if (error instanceof SsoUnavailableError) return { ok: false, error: userErrors.providerUnavailable };
       throw error;
     }
     // A claim cut off by a crash is completed even if the flag has gone since: it was granted.
@@ -84,7 +84,7 @@ export class BillingService {
     for (const gift of GIFTS) {
       if (unfinished.includes(gift) || (flags[gift] && !account.grantedGifts.includes(gift))) await this.grantGift(official, gift);
     }
-    return flags;
+    return { ok: true, package: flags };
   }
 
   /**

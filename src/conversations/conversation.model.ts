@@ -18,6 +18,9 @@ export interface ConversationRecord {
 
 export type ConversationModel = Model<ConversationRecord>;
 
+/** The collection conversations are stored in: their change stream watches it. */
+export const CONVERSATIONS_COLLECTION = 'conversations';
+
 const messageSchema = new Schema<MessageRecord>(
   {
     role: { type: String, required: true },
@@ -35,7 +38,7 @@ const conversationSchema = new Schema<ConversationRecord>(
     enableWeb: { type: Boolean, required: true, default: false },
     messages: { type: [messageSchema], default: [] },
   },
-  { collection: 'conversations', timestamps: true, versionKey: false },
+  { collection: CONVERSATIONS_COLLECTION, timestamps: true, versionKey: false },
 );
 // Serves every read: a user's conversations newest first, and lookups by (userId, id).
 conversationSchema.index({ userId: 1, id: -1 }, { unique: true });

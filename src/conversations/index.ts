@@ -6,6 +6,7 @@ import { conversationResolvers } from './conversation.resolvers.js';
 import { type AnswerCharge, ConversationService } from './conversation.service.js';
 import { ConversationStore } from './conversation.store.js';
 
+export { CONVERSATIONS_COLLECTION } from './conversation.model.js';
 export { conversationRules } from './conversation-rules.js';
 
 /** Stored conversations: one store, a service per caller and request (with its DataLoaders and the request's budget), and their resolvers. */

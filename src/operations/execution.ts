@@ -3,7 +3,7 @@ import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import { LRUCache } from 'lru-cache';
 
 import type { RequestContext } from '../context.js';
-import { withFailureKinds } from '../errors.js';
+import { withFailureKinds } from '../db/database-failures.js';
 
 /** One operation of a valid document, ready to run for one request (or one subscription event). */
 export interface ExecutionRequest {

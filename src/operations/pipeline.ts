@@ -8,7 +8,8 @@ import {
 } from 'graphql';
 
 import type { RequestContext } from '../context.js';
-import { badRequest, failureOf } from '../errors.js';
+import { failureOf } from '../db/database-failures.js';
+import { badRequest } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { GraphQLMetrics } from '../observability/graphql-metrics.js';
 import type { OperationTracer } from '../observability/tracing.js';

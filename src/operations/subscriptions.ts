@@ -17,7 +17,8 @@ import {
 import type { Caller } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
 import type { CreateContext } from '../context.js';
-import { badRequest, failureOf, withFailureKinds } from '../errors.js';
+import { failureOf, withFailureKinds } from '../db/database-failures.js';
+import { badRequest } from '../errors.js';
 import type { SubscriptionTransport } from '../observability/labels.js';
 import type { EventTally, SubscriptionMetrics } from '../observability/subscription-metrics.js';
 import type { DocumentReference } from '../security/trusted-documents.js';

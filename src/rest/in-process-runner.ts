@@ -1,7 +1,8 @@
 import type { Authenticator, Caller } from '../auth/authenticator.js';
 import type { CreateContext } from '../context.js';
-import { failureOfOperation, internal } from '../errors.js';
+import { internal } from '../errors.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
+import { failureOfOperation } from './operation-failures.js';
 import type { CallerSession, OperationRunner } from './operation-runner.js';
 
 /** A session of this process: it checked the credentials itself, and names the caller. */
@@ -10,7 +11,8 @@ export type InProcessSession = CallerSession & { readonly caller: Caller };
 /**
  * Runs the table's operations in this process, through the same operation pipeline as `/graphql`:
  * the same document cache, limits, executor, observation and context. A failure comes back as the
- * failure a resolver threw (or an internal one), answered once in the endpoint's shape.
+ * failure a resolver threw or the execution named (or an internal one), by the kinds of
+ * `operation-failures.ts`, answered once in the endpoint's shape.
  */
 export function inProcessRunner(
   pipeline: OperationPipeline,

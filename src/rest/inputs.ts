@@ -2,8 +2,9 @@ import type { Request } from 'express';
 import { GRAPHQL_MAX_INT as MAX_INT } from 'graphql';
 import { z } from 'zod';
 
+import { purchaseIdempotencyKey, purchaseQuota } from '../billing/purchase-rules.js';
 import { badRequest, badUserInput, type Failure } from '../errors.js';
-import { IDEMPOTENCY_KEY, MAX_CONVERSATION_NAME_LENGTH, PURCHASE_RANGE } from '../limits.js';
+import { MAX_CONVERSATION_NAME_LENGTH } from '../limits.js';
 import { userErrors } from '../shared/user-error.js';
 import type { RouteInput } from './route.js';
 
@@ -43,14 +44,10 @@ export const renameBody = z.object(
   { error: NOT_AN_OBJECT },
 );
 
-/** The body of a purchase. Other fields are ignored. */
+/** The body of a purchase, by the purchase's own rules (`billing/purchase-rules.ts`). Other fields are ignored. */
 export const purchaseBody = z.object(
   {
-    quota: z
-      .int({ error: userErrors.invalidQuota.message })
-      .min(PURCHASE_RANGE.min, { error: userErrors.invalidQuota.message })
-      .max(PURCHASE_RANGE.max, { error: userErrors.invalidQuota.message })
-      .describe('Number of points to buy.'),
+    quota: purchaseQuota.describe('Number of points to buy.'),
   },
   { error: NOT_AN_OBJECT },
 );
@@ -61,9 +58,7 @@ export const purchaseBody = z.object(
  */
 export const purchaseHeaders = z
   .object({
-    'idempotency-key': z
-      .string({ error: userErrors.invalidIdempotencyKey.message })
-      .regex(IDEMPOTENCY_KEY, { error: userErrors.invalidIdempotencyKey.message })
+    'idempotency-key': purchaseIdempotencyKey
       .optional()
       .describe(
         'Makes the buy safe to retry (a timeout, a dropped connection): 1 to 255 visible ASCII characters chosen by the ' +

@@ -1,9 +1,9 @@
 import express, { type ErrorRequestHandler, type Request, Router } from 'express';
 
-import { legacyAnswer, methodNotAllowed, unauthenticated } from '../errors.js';
+import { methodNotAllowed, unauthenticated } from '../errors.js';
 import { declaredBodyWithinLimit } from '../http/body-limit.js';
-import { legacyFailures } from '../http/failures.js';
-import { sendAnswer, sendJson } from '../http/json-answer.js';
+import { alreadyLogged, legacyFailures } from '../http/failures.js';
+import { sendJson } from '../http/json-answer.js';
 import { behind, type StepAfter, stepAfter } from '../http/locals.js';
 import { BODY_LIMIT_BYTES } from '../limits.js';
 import { requestIdOf } from '../observability/request-log.js';
@@ -23,11 +23,12 @@ export interface LegacyEndpointsOptions<S extends CallerSession> {
 
 /**
  * The legacy REST endpoints, built from the route table: a router, then the handler that answers
- * failures in each endpoint's shape (`errors.ts`), to be mounted together. Each request is a chain
- * of steps: mark the answer not to be stored, open the caller's session (credentials first: a
- * refused caller gets 401 before its body is even read), the steps after authentication, read the
- * body on POST, then answer. Every endpoint is served at its path and under the base path, with the
- * same answers.
+ * failures in each endpoint's shape (`legacy-answer.ts`), to be mounted together. That handler is
+ * the one place an endpoint's failure is written, whether a step threw it or the operation
+ * answered it. Each request is a chain of steps: mark the answer not to be stored, open the
+ * caller's session (credentials first: a refused caller gets 401 before its body is even read),
+ * the steps after authentication, read the body on POST, then answer. Every endpoint is served at
+ * its path and under the base path, with the same answers.
  */
 export function legacyEndpoints<S extends CallerSession>(
   routes: readonly PreparedRoute[],
@@ -97,7 +98,7 @@ function answer(route: PreparedRoute): StepAfter<SessionLocals> {
     }
     const outcome = await session.run(route.prepared, input.variables as Record<string, unknown>);
     if ('data' in outcome) return sendJson(response, 200, route.respond(outcome.data));
-    // The operation's own failures were logged where they happened (or upstream); here they are only answered.
-    sendAnswer(response, legacyAnswer(outcome.failure, route.failureField, requestIdOf(request)));
+    // The operation's own failures were logged where they happened (or upstream): the failure handler only answers them.
+    throw alreadyLogged(outcome.failure);
   });
 }

@@ -3,9 +3,7 @@ import { z } from 'zod';
 import {
   databaseUnavailable,
   type Failure,
-  type FailureField,
   internal,
-  legacyAnswer,
   methodNotAllowed,
   noSuchEndpoint,
   payloadTooLarge,
@@ -13,6 +11,7 @@ import {
   unauthenticated,
 } from '../errors.js';
 import { BODY_LIMIT_BYTES } from '../limits.js';
+import { type FailureField, legacyAnswer } from './legacy-answer.js';
 import { failureBody, type RestRoute } from './route.js';
 
 type JsonSchema = Record<string, unknown>;

@@ -1,7 +1,8 @@
 import type { GraphQLFormattedError } from 'graphql';
 
 import { credentialOf } from '../auth/credential.js';
-import { failureOfAnswer, internal, responseTooLarge, unauthenticated, upstreamUnavailable } from '../errors.js';
+import { internal, responseTooLarge, unauthenticated, upstreamUnavailable } from '../errors.js';
+import { failureOfAnswer } from './operation-failures.js';
 import type { CallerRequest, CallerSession, OperationRunner, RouteOutcome } from './operation-runner.js';
 import type { PreparedOperation } from './prepared-routes.js';
 

@@ -1,7 +1,7 @@
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { z } from 'zod';
 
-import type { FailureField } from '../errors.js';
+import type { FailureField } from './legacy-answer.js';
 
 /**
  * Where a route's variables come from, and the zod schema that reads them: the same schema

@@ -1,8 +1,15 @@
 import type { Db, Document, Timestamp } from 'mongodb';
 
-import type { AccountStore, StoredBalance } from '../accounts/account.store.js';
+import type { AccountStore } from '../accounts/account.store.js';
+import {
+  BALANCE_FIELD_NAMES,
+  BALANCE_PARTS,
+  type StoredBalance,
+  storedBalanceOf,
+  storedBalancePart,
+  totalMicros as total,
+} from '../accounts/index.js';
 import { microsToPoints } from '../accounts/points.js';
-import { legacyMicros } from '../accounts/user.model.js';
 import { SUBSCRIPTION_INBOX_CAPACITY } from '../limits.js';
 import type { Logger } from '../logger.js';
 import { ENDED, PullStream } from '../shared/iteration.js';
@@ -31,39 +38,45 @@ export interface BalanceEvent {
 /** The event each change led to, by change (the object the feed hands to every listener of its user). */
 const eventsByChange = new WeakMap<BalanceChange, BalanceEvent>();
 
+/** The stored fields of a balance (`accounts/user.model.ts`): the feed matches and reads these names only. */
+const BALANCE_FIELDS = BALANCE_PARTS.map((part) => BALANCE_FIELD_NAMES[part]);
+
 /**
- * The change stream of the users collection: inserts and replacements, and updates that write
- * or remove either field of the balance (`balanceMicros`, and `balanceUnits` of older writers).
- * `updateLookup` finds whose document an update changed (its `id`); the fields themselves come
- * from the update's own description, which is exactly what that write left.
+ * The change stream's pipeline: inserts and replacements, and updates that write or remove a
+ * field of the balance (`balanceMicros`, and `balanceUnits` of older writers), each reduced to
+ * its owner's `id` and those fields.
+ */
+export const BALANCE_CHANGES: Document[] = [
+  {
+    $match: {
+      $or: [
+        { operationType: { $in: ['insert', 'replace'] } },
+        ...BALANCE_FIELDS.map((field) => ({ operationType: 'update', [`updateDescription.updatedFields.${field}`]: { $exists: true } })),
+        { operationType: 'update', 'updateDescription.removedFields': { $in: BALANCE_FIELDS } },
+      ],
+    },
+  },
+  {
+    $project: {
+      operationType: 1,
+      clusterTime: 1,
+      'fullDocument.id': 1,
+      ...Object.fromEntries(BALANCE_FIELDS.map((field) => [`fullDocument.${field}`, 1])),
+      ...Object.fromEntries(BALANCE_FIELDS.map((field) => [`updateDescription.updatedFields.${field}`, 1])),
+      'updateDescription.removedFields': 1,
+    },
+  },
+];
+
+/**
+ * The change stream of the users collection, through `BALANCE_CHANGES`. `updateLookup` finds
+ * whose document an update changed (its `id`); the fields themselves come from the update's own
+ * description, which is exactly what that write left.
  */
 export function balanceFeed(db: Db, collection: string, logger: Logger, observer: FeedObserver): ChangeFeed<BalanceChange> {
   return new ChangeFeed<BalanceChange>({
     collection: db.collection(collection),
-    pipeline: [
-      {
-        $match: {
-          $or: [
-            { operationType: { $in: ['insert', 'replace'] } },
-            { operationType: 'update', 'updateDescription.updatedFields.balanceMicros': { $exists: true } },
-            { operationType: 'update', 'updateDescription.updatedFields.balanceUnits': { $exists: true } },
-            { operationType: 'update', 'updateDescription.removedFields': { $in: ['balanceMicros', 'balanceUnits'] } },
-          ],
-        },
-      },
-      {
-        $project: {
-          operationType: 1,
-          clusterTime: 1,
-          'fullDocument.id': 1,
-          'fullDocument.balanceMicros': 1,
-          'fullDocument.balanceUnits': 1,
-          'updateDescription.updatedFields.balanceMicros': 1,
-          'updateDescription.updatedFields.balanceUnits': 1,
-          'updateDescription.removedFields': 1,
-        },
-      },
-    ],
+    pipeline: BALANCE_CHANGES,
     streamOptions: { fullDocument: 'updateLookup' },
     route: routeBalanceChange,
     logger,
@@ -71,7 +84,8 @@ export function balanceFeed(db: Db, collection: string, logger: Logger, observer
   });
 }
 
-function routeBalanceChange(change: Document): { owner: number; change: BalanceChange } | null {
+/** The user a change event (as `BALANCE_CHANGES` leaves it) is of, and what it wrote of the balance; null for one of no user. */
+export function routeBalanceChange(change: Document): { owner: number; change: BalanceChange } | null {
   const owner: unknown = change.fullDocument?.id;
   if (!isUserId(owner)) return null;
   const written = change.operationType === 'update' ? writtenBy(change.updateDescription ?? {}) : wholeBalance(change.fullDocument);
@@ -88,15 +102,16 @@ function writtenBy({
   removedFields?: string[];
 }): Partial<StoredBalance> {
   const written: Partial<StoredBalance> = {};
-  if ('balanceMicros' in updatedFields || removedFields.includes('balanceMicros')) written.micros = updatedFields.balanceMicros ?? 0;
-  if ('balanceUnits' in updatedFields || removedFields.includes('balanceUnits'))
-    written.legacyMicros = legacyMicros(updatedFields.balanceUnits);
+  for (const part of BALANCE_PARTS) {
+    const field = BALANCE_FIELD_NAMES[part];
+    if (field in updatedFields || removedFields.includes(field)) written[part] = storedBalancePart(part, updatedFields[field]);
+  }
   return written;
 }
 
 /** Both fields of a document written whole (an insert or a replacement). */
 function wholeBalance(user: Document | undefined): StoredBalance {
-  return { micros: user?.balanceMicros ?? 0, legacyMicros: legacyMicros(user?.balanceUnits) };
+  return storedBalanceOf(user);
 }
 
 /** A user's balance in points: its value now, then each new value, in the order of the writes (see `BalanceUpdates`). */
@@ -193,8 +208,6 @@ function eventOf(change: BalanceChange | undefined, points: number): BalanceEven
   if (change !== undefined && known === undefined) eventsByChange.set(change, event);
   return event;
 }
-
-const total = ({ micros, legacyMicros }: StoredBalance): number => micros + legacyMicros;
 
 function isUserId(value: unknown): value is number {
   return Number.isSafeInteger(value) && (value as number) > 0;

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { type ChangeStream, type ChangeStreamOptions, type Collection, type Document, MongoServerError, type ResumeToken } from 'mongodb';
 
-import { isDatabaseUnavailable } from '../errors.js';
+import { isDatabaseUnavailable } from '../db/database-failures.js';
 import type { Logger } from '../logger.js';
 import { Inbox, MISSED, type Missed } from './inbox.js';
 

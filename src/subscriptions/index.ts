@@ -1,9 +1,9 @@
 import type { Connection } from 'mongoose';
 
 import type { AccountStore } from '../accounts/account.store.js';
-import type { UserModel } from '../accounts/user.model.js';
+import { USERS_COLLECTION } from '../accounts/index.js';
 import type { Caller } from '../auth/authenticator.js';
-import type { ConversationModel } from '../conversations/conversation.model.js';
+import { CONVERSATIONS_COLLECTION } from '../conversations/index.js';
 import type { Logger } from '../logger.js';
 import { subscriptionMetrics } from '../observability/subscription-metrics.js';
 import { balanceFeed } from './balance-updates.js';
@@ -14,8 +14,6 @@ import { type Feeds, SubscriptionService } from './subscription.service.js';
 export interface SubscriptionsOptions {
   connection: Connection;
   accounts: AccountStore;
-  /** The collections whose changes are sent: balances live on users. */
-  models: { users: UserModel; conversations: ConversationModel };
   logger: Logger;
 }
 
@@ -28,11 +26,12 @@ const WIRE_VERSION_6_0 = 17;
  * than 6.0) there are no feeds, subscribing answers SUBSCRIPTIONS_UNAVAILABLE with the reason,
  * and everything else works.
  */
-export async function createSubscriptions({ connection, accounts, models, logger }: SubscriptionsOptions) {
+export async function createSubscriptions({ connection, accounts, logger }: SubscriptionsOptions) {
   const db = connection.db!;
   const metrics = subscriptionMetrics();
-  const users = models.users.collection.collectionName;
-  const conversations = models.conversations.collection.collectionName;
+  // The collections whose changes are sent, as each domain names them: balances live on users.
+  const users = USERS_COLLECTION;
+  const conversations = CONVERSATIONS_COLLECTION;
   const reason = await changeStreamsUnavailable(connection, conversations);
   const feeds: Feeds =
     reason === undefined

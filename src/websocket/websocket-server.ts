@@ -8,10 +8,12 @@ import { type Server as WebSocketServerOf, type ServerOptions, WebSocketServer }
 
 import type { Authenticator, Caller } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
-import { badRequest, failureOf, graphqlAnswer } from '../errors.js';
+import { failureOf } from '../db/database-failures.js';
+import { badRequest } from '../errors.js';
+import { graphqlAnswer } from '../graphql/failure-answer.js';
 import { GRAPHQL_PATH, routesTo } from '../http/route-paths.js';
 import { routeUpgrades } from '../http/upgrades.js';
-import { BODY_LIMIT_BYTES, WEBSOCKET_MESSAGE_ASSEMBLY } from '../limits.js';
+import { BODY_LIMIT_BYTES, CLOSE_GRACE_MS, CONNECTION_INIT_WAIT_MS, KEEP_ALIVE_MS, WEBSOCKET_MESSAGE_ASSEMBLY } from '../limits.js';
 import type { Logger } from '../logger.js';
 import type { SubscriptionMetrics } from '../observability/subscription-metrics.js';
 import { type ConnectionEnds, isBehindLiveStream, type LiveConnection } from '../operations/live-connections.js';
@@ -25,12 +27,6 @@ import { SocketOperations } from './socket-operations.js';
 
 /** Subscriptions are served on the GraphQL endpoint itself: on exactly the requests HTTP routes there. */
 const routedToGraphql = routesTo(GRAPHQL_PATH);
-/** How often every socket is pinged; a socket that does not answer before the next beat is dropped. */
-const KEEP_ALIVE_MS = 12_000;
-/** How long a socket may wait before its `connection_init` (graphql-ws's own default): past it, it is closed with 4408. */
-const CONNECTION_INIT_WAIT_MS = 3_000;
-/** How long a socket the server closes may take to answer with its close frame before it is cut (ws waits 30 s). */
-const CLOSE_GRACE_MS = 2_000;
 /** A close code of the WebSocket standard: the server is going away. */
 const GOING_AWAY = 1001;
 /** A close code of the WebSocket standard: try again later (clients reconnect). */

@@ -77,5 +77,7 @@ describe('the REST layer’s queries', () => {
       operation: 'LoadConversation',
       err: { message: expect.stringContaining('String cannot represent') },
     });
+    // The failure handler that writes its answer does not log its error again (the request's own line has no `err`).
+    expect(gateway.log.lines().filter((line) => line.requestId === requestId && line.err !== undefined)).toHaveLength(1);
   });
 });

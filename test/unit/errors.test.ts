@@ -2,21 +2,21 @@ import { GraphQLError } from 'graphql';
 import { MongoError, MongoErrorLabel, MongoNetworkError, MongoServerError } from 'mongodb';
 import { describe, expect, it } from 'vitest';
 
+import { failureOf, isDatabaseUnavailable, withFailureKinds } from '../../src/db/database-failures.js';
 import {
   badRequest,
   badUserInput,
   codeOf,
+  codeOfKind,
+  credentialExpired,
+  credentialsUncheckable,
   databaseUnavailable,
   eventsLost,
   Failure,
-  failureOf,
-  failureOfAnswer,
-  failureOfOperation,
-  graphqlAnswer,
+  FAILURE_KINDS,
+  type FailureKind,
   internal,
   invalidOperation,
-  isDatabaseUnavailable,
-  legacyAnswer,
   methodNotAllowed,
   noSuchEndpoint,
   notAvailable,
@@ -32,8 +32,11 @@ import {
   unauthenticated,
   unsupportedMediaType,
   upstreamUnavailable,
-  withFailureKinds,
 } from '../../src/errors.js';
+import { graphqlAnswer } from '../../src/graphql/failure-answer.js';
+import { failureOfRequest } from '../../src/http/failures.js';
+import { legacyAnswer } from '../../src/rest/legacy-answer.js';
+import { failureOfAnswer, failureOfOperation, OPERATION_FAILURE_KINDS } from '../../src/rest/operation-failures.js';
 
 describe('the failure kinds', () => {
   it.each([
@@ -143,33 +146,37 @@ describe('failureOf', () => {
   it('answers a failure as it is', () => {
     const failure = badUserInput('x');
     expect(failureOf(failure)).toBe(failure);
+    expect(failureOfRequest(failure)).toBe(failure);
   });
 
-  it('reads body-parser’s errors by their status and type', () => {
-    expect(failureOf({ status: 400, type: 'entity.parse.failed' })).toMatchObject({
+  it('reads body-parser’s errors by their status and type, on a request', () => {
+    expect(failureOfRequest({ status: 400, type: 'entity.parse.failed' })).toMatchObject({
       kind: 'badRequest',
       message: 'request body is not valid JSON',
     });
-    expect(failureOf({ status: 400, type: 'request.aborted' })).toMatchObject({
+    expect(failureOfRequest({ status: 400, type: 'request.aborted' })).toMatchObject({
       kind: 'badRequest',
       message: 'request body could not be read',
     });
-    expect(failureOf({ status: 413, limit: 102_400 })).toMatchObject({
+    expect(failureOfRequest({ status: 413, limit: 102_400 })).toMatchObject({
       kind: 'payloadTooLarge',
       message: 'request body is larger than the limit of 102400 bytes',
     });
-    expect(failureOf({ status: 415 })).toMatchObject({ kind: 'unsupportedMediaType' });
+    expect(failureOfRequest({ status: 415 })).toMatchObject({ kind: 'unsupportedMediaType' });
   });
 
   it('answers anything else as internal, a 5xx status included', () => {
-    expect(failureOf(new Error('bug')).kind).toBe('internal');
-    expect(failureOf({ status: 500 }).kind).toBe('internal');
-    expect(failureOf(undefined).kind).toBe('internal');
-    expect(failureOf('a string').kind).toBe('internal');
+    for (const classify of [failureOf, failureOfRequest]) {
+      expect(classify(new Error('bug')).kind).toBe('internal');
+      expect(classify({ status: 500 }).kind).toBe('internal');
+      expect(classify(undefined).kind).toBe('internal');
+      expect(classify('a string').kind).toBe('internal');
+    }
   });
 
   it('answers a database that cannot serve as database-unavailable', () => {
     expect(failureOf(new MongoNetworkError('connection reset')).kind).toBe('databaseUnavailable');
+    expect(failureOfRequest(new MongoNetworkError('connection reset')).kind).toBe('databaseUnavailable');
   });
 });
 
@@ -217,6 +224,14 @@ describe('withFailureKinds', () => {
     expect(errors![1]).toBe(other);
   });
 
+  it('makes the failure the error’s original error, its cause the driver’s', () => {
+    const reset = new MongoNetworkError('reset');
+    const { errors } = withFailureKinds({ data: null, errors: [new GraphQLError('connection reset', { originalError: reset })] });
+    const failure = errors![0]!.originalError;
+    expect(failure).toBeInstanceOf(Failure);
+    expect(failure).toMatchObject({ kind: 'databaseUnavailable', originalError: reset });
+  });
+
   it('answers a result without such errors as it is', () => {
     const result = { data: { quota: 1 } };
     expect(withFailureKinds(result)).toBe(result);
@@ -224,25 +239,66 @@ describe('withFailureKinds', () => {
 });
 
 describe('the REST layer’s reading of an operation’s errors', () => {
-  it.each([
-    ['rate limited', rateLimited(3)],
-    ['database unavailable', databaseUnavailable()],
-    ['not available', notAvailable('not available on this deployment')],
-    ['bad user input', badUserInput('`first` must not be negative')],
-    ['response too large', responseTooLarge(65_536)],
-  ])('keeps %s, run in this process or read back from a remote answer', (_, failure) => {
+  /** One failure of every kind: the compiler asks for a new kind here. */
+  const ofEveryKind: Record<FailureKind, Failure> = {
+    unauthenticated: unauthenticated(),
+    rateLimited: rateLimited(3),
+    badRequest: badRequest('request body is not valid JSON'),
+    payloadTooLarge: payloadTooLarge(100),
+    unsupportedMediaType: unsupportedMediaType(),
+    invalidOperation: invalidOperation('too costly'),
+    responseTooLarge: responseTooLarge(65_536),
+    persistedQueryNotFound: persistedQueryNotFound(),
+    persistedQueryOnly: persistedQueryOnly(),
+    badUserInput: badUserInput('`first` must not be negative'),
+    notAvailable: notAvailable('not available on this deployment'),
+    subscriptionsUnavailable: subscriptionsUnavailable('why'),
+    tooManySubscriptions: tooManySubscriptions(2),
+    eventsLost: eventsLost('why'),
+    databaseUnavailable: databaseUnavailable(),
+    upstreamUnavailable: upstreamUnavailable('the gateway did not answer'),
+    credentialsUncheckable: credentialsUncheckable(7),
+    noSuchEndpoint: noSuchEndpoint('GET', '/nope'),
+    originNotAllowed: originNotAllowed('https://evil.example'),
+    tooManyConnections: tooManyConnections(3, 'address'),
+    credentialExpired: credentialExpired(),
+    methodNotAllowed: methodNotAllowed('GET'),
+    internal: internal(new Error('x')),
+  };
+
+  it('holds the kinds an endpoint answers in its own words, each with a code of its own among them', () => {
+    expect([...OPERATION_FAILURE_KINDS].sort()).toEqual(
+      ['badUserInput', 'credentialsUncheckable', 'databaseUnavailable', 'notAvailable', 'rateLimited', 'responseTooLarge'].sort(),
+    );
+    expect(new Set(OPERATION_FAILURE_KINDS.map(codeOfKind)).size).toBe(OPERATION_FAILURE_KINDS.length);
+  });
+
+  it.each(FAILURE_KINDS)('reads %s alike, run in this process or read back from a remote answer', (kind) => {
+    const failure = ofEveryKind[kind];
+    const expected = (OPERATION_FAILURE_KINDS as FailureKind[]).includes(kind) ? kind : 'internal';
     const inProcess = failureOfOperation(new GraphQLError(failure.message, { originalError: failure }));
-    expect(inProcess).toBe(failure);
     const { http: _http, ...extensions } = failure.extensions;
     const remote = failureOfAnswer({ message: failure.message, extensions });
-    expect(remote.kind).toBe(failure.kind);
+    expect([inProcess.kind, remote.kind]).toEqual([expected, expected]);
+    if (expected === 'internal') return;
+    expect(inProcess).toBe(failure);
     expect(legacyAnswer(remote, 'error', 'r')).toEqual(legacyAnswer(failure, 'error', 'r'));
+  });
+
+  it('reads a lost database as the execution named it, without asking the driver again', () => {
+    const { errors } = withFailureKinds({
+      data: null,
+      errors: [new GraphQLError('reset', { originalError: new MongoNetworkError('reset') })],
+    });
+    expect(failureOfOperation(errors![0]!).kind).toBe('databaseUnavailable');
+    // The driver's error itself, unnamed, is not read here: only the execution names it.
+    expect(failureOfOperation(new GraphQLError('reset', { originalError: new MongoNetworkError('reset') })).kind).toBe('internal');
   });
 
   it('answers any other error of an operation as internal', () => {
     expect(failureOfOperation(new GraphQLError('Cannot return null for non-nullable field')).kind).toBe('internal');
-    expect(failureOfOperation(new GraphQLError('x', { originalError: persistedQueryNotFound() })).kind).toBe('internal');
     expect(failureOfAnswer({ message: 'x', extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }).kind).toBe('internal');
+    expect(failureOfAnswer({ message: 'x', extensions: { code: 'RESPONSE_TOO_LARGE' } }).kind).toBe('internal');
     expect(failureOfAnswer({ message: 'x' }).kind).toBe('internal');
   });
 
@@ -252,6 +308,9 @@ describe('the REST layer’s reading of an operation’s errors', () => {
     });
     expect(failureOfAnswer({ message: 'x', extensions: { code: 'RATE_LIMITED', retryAfter: 'soon' } }).headers).toEqual({
       'Retry-After': '1',
+    });
+    expect(failureOfAnswer({ message: 'x', extensions: { code: 'AUTHENTICATION_UNAVAILABLE', retryAfter: 'soon' } }).headers).toEqual({
+      'Retry-After': '5',
     });
   });
 });
