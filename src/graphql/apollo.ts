@@ -43,7 +43,7 @@ export function createApolloServer(pipeline: OperationPipeline, options: ApolloO
     documentStore: pipeline.documents.store,
     parseOptions: PARSE_OPTIONS,
     validationRules: [...LIMIT_RULES],
-    // Introspection is judged per caller on every request (`introspectionRule`), never by validation,
+    // Introspection is judged per caller on every operation (`operations/introspection.ts`), never by validation,
     // whose results the document cache shares between callers.
     introspection: true,
     includeStacktraceInErrorResponses: !options.production,

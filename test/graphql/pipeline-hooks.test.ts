@@ -76,7 +76,7 @@ async function firstPayload(response: Response): Promise<string> {
   const reader = response.body!.getReader();
   const decoder = new TextDecoder();
   let text = '';
-  let line: RegExpMatchArray | null = null;
+  let line: RegExpMatchArray | null;
   while ((line = /^\{"payload".*$/m.exec(text)) === null || !text.slice(line.index!).includes('\n')) {
     const { value, done } = await reader.read();
     if (done) break;
