@@ -44,11 +44,17 @@ export class OperationHooks {
     return this.starting.length === 0 && this.answering.length === 0;
   }
 
-  async started(info: OperationInfo): Promise<void> {
-    for (const hook of this.starting) await hook.onOperation!(info);
+  /** Tells each hook's `onOperation`; rejects with the first refusal. Nothing to wait for without one. */
+  started(info: OperationInfo): Promise<void> | undefined {
+    return this.starting.length === 0 ? undefined : this.tellEach(this.starting, (hook) => hook.onOperation!(info));
   }
 
-  async answered(info: OperationInfo, result: ExecutionResult): Promise<void> {
-    for (const hook of this.answering) await hook.onResult!(info, result);
+  /** Tells each hook's `onResult`. Nothing to wait for without one. */
+  answered(info: OperationInfo, result: ExecutionResult): Promise<void> | undefined {
+    return this.answering.length === 0 ? undefined : this.tellEach(this.answering, (hook) => hook.onResult!(info, result));
+  }
+
+  private async tellEach(hooks: readonly OperationHook[], tell: (hook: OperationHook) => void | Promise<void>): Promise<void> {
+    for (const hook of hooks) await tell(hook);
   }
 }

@@ -141,17 +141,19 @@ export class OperationPipeline {
     if ('errors' in checked) return this.refused(checked.errors, observation);
     const variables = request.variables ?? undefined;
     const info = this.hooks.none ? undefined : this.infoOf(checked, variables, context);
-    if (info !== undefined) {
+    const starting = info && this.hooks.started(info);
+    if (starting !== undefined) {
       try {
-        await this.hooks.started(info);
+        await starting;
       } catch (error) {
         return this.refused([failureOf(error)], observation);
       }
     }
     const result = await this.execution.execute({ ...checked, context, variables, known: request.known });
-    if (info !== undefined) {
+    const answering = info && this.hooks.answered(info, result);
+    if (answering !== undefined) {
       try {
-        await this.hooks.answered(info, result);
+        await answering;
       } catch (error) {
         return this.refused([failureOf(error)], observation);
       }
@@ -161,7 +163,7 @@ export class OperationPipeline {
   }
 
   /** What the hooks are told of an operation about to run with `context`. */
-  infoOf(checked: CheckedOperation, variables: Record<string, unknown> | undefined, context: OperationContext): OperationInfo {
+  private infoOf(checked: CheckedOperation, variables: Record<string, unknown> | undefined, context: OperationContext): OperationInfo {
     const { caller, requestId, observation } = context;
     return { door: observation.door, requestId, caller, document: checked.document, operation: checked.operation, variables };
   }

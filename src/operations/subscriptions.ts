@@ -270,9 +270,10 @@ export class LiveSubscriptions {
 
   /** `result`, once the hooks are told it; a failure one of them throws, instead. */
   private async told(run: EventRun, result: ExecutionResult): Promise<ExecutionResult> {
-    if (run.hooks === undefined) return result;
+    const answering = run.hooks && this.stages.hooks.answered(run.hooks, result);
+    if (answering === undefined) return result;
     try {
-      await this.stages.hooks.answered(run.hooks, result);
+      await answering;
       return result;
     } catch (error) {
       return { errors: [failureOf(error)] };
