@@ -2,6 +2,7 @@ import type { Caller } from './auth/authenticator.js';
 import type { BillingService } from './billing/billing.service.js';
 import type { ConversationService } from './conversations/conversation.service.js';
 import type { Observation } from './operations/observer.js';
+import type { OperationContext } from './operations/operation-context.js';
 import type { ResponseBudget } from './operations/response-budget.js';
 import type { SubscriptionService } from './subscriptions/subscription.service.js';
 
@@ -16,9 +17,9 @@ export interface CallerServices {
 /**
  * What every resolver sees: the caller and that caller's services, with fresh DataLoaders, and
  * what the answer may still carry. A service is made when a resolver first asks for it, so that a
- * request pays only for those it uses.
+ * request pays only for those it uses. The pipeline sees only its `OperationContext` part.
  */
-export class RequestContext {
+export class RequestContext implements OperationContext {
   private conversationService: ConversationService | undefined;
   private billingService: BillingService | undefined;
   private subscriptionService: SubscriptionService | undefined;

@@ -36,6 +36,7 @@ import { startTracing } from './observability/start-tracing.js';
 import type { SubscriptionMetrics } from './observability/subscription-metrics.js';
 import type { Tracing } from './observability/tracing.js';
 import type { AdmissionCheck } from './operations/admission.js';
+import type { OperationHook } from './operations/hooks.js';
 import { OperationPipeline } from './operations/pipeline.js';
 import { ResponseBudget } from './operations/response-budget.js';
 import { openApiDocument } from './rest/openapi.js';
@@ -58,7 +59,16 @@ export interface ServiceOptions {
   restRoutes?: RestRoute[];
   /** The time purchases are settled, credentials expire and the shutdown delay ends by; the system's unless a test moves it by hand. */
   clock?: Clock;
-  /** Apollo Server plugins of one's own, besides the gateway's (they see the `/graphql` queries and mutations Apollo Server runs). */
+  /**
+   * Hooks of one's own, told of every operation of every door (`/graphql`, the REST table,
+   * WebSocket, Server-Sent Events, multipart) with the door named: see `OperationHook`.
+   */
+  operationHooks?: OperationHook[];
+  /**
+   * Apollo Server plugins of one's own, besides the gateway's: `/graphql` only. They see the
+   * `/graphql` requests that reach Apollo Server (not those refused before it, nor multipart
+   * subscriptions), and no other door's; `operationHooks` see every door's.
+   */
   apolloPlugins?: ApolloServerPlugin<RequestContext>[];
   /** Checks of one's own, run by every door after the per-caller rate limit (see `AdmissionChecks`). */
   admissionChecks?: AdmissionCheck[];
@@ -225,6 +235,7 @@ async function serve(config: Config, logger: Logger, options: Started, closers: 
     metrics: metrics.graphql,
     subscriptionMetrics: subscriptions.metrics,
     admissionChecks: [perCallerRate(rateLimits), ...(options.admissionChecks ?? [])],
+    hooks: options.operationHooks,
     trustedDocuments: options.trustedDocuments,
   });
 
@@ -236,7 +247,6 @@ async function serve(config: Config, logger: Logger, options: Started, closers: 
     plugins: options.apolloPlugins,
     automaticPersistedQueries: !options.trustedDocuments.only,
     batchMax: config.batchMax,
-    introspectionUsers: config.introspectionUsers,
   });
   await apollo.start();
   // Stopping Apollo Server drains the HTTP server: no new connections, in-flight requests finished (bounded).
@@ -349,6 +359,7 @@ function buildPipeline(parts: {
   metrics: GatewayMetrics['graphql'];
   subscriptionMetrics: SubscriptionMetrics;
   admissionChecks: AdmissionCheck[];
+  hooks: readonly OperationHook[] | undefined;
   trustedDocuments: TrustedDocuments;
 }): OperationPipeline {
   const { config, trustedDocuments } = parts;
@@ -359,6 +370,8 @@ function buildPipeline(parts: {
     logger: parts.logger,
     tracer: parts.tracer,
     admissionChecks: parts.admissionChecks,
+    hooks: parts.hooks,
+    introspectionUsers: config.introspectionUsers,
     live: {
       createContext: parts.createContext,
       // Subscriptions named by a registered persisted-query hash too: `pipeline` exists by the time one comes.

@@ -7,35 +7,35 @@ import {
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
-import { type DocumentNode, type GraphQLSchema, NoSchemaIntrospectionCustomRule, validate } from 'graphql';
 
 import type { RequestContext } from '../context.js';
-import { badRequest, invalidOperation } from '../errors.js';
+import { badRequest } from '../errors.js';
 import { DRAIN_GRACE_MS } from '../http/lifecycle.js';
 import { GRAPHQL_PATH, SSE_PATH } from '../http/route-paths.js';
-import { checkOperationCost, LIMIT_RULES, PARSE_OPTIONS } from '../operations/limits.js';
+import { LIMIT_RULES, PARSE_OPTIONS } from '../operations/limits.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
 
 export interface ApolloOptions {
   production: boolean;
   /** The HTTP server everything is served on: stopping Apollo Server drains it first. */
   httpServer: Server;
-  /** Plugins of the operator's own, besides the pipeline's. */
+  /** Plugins of the operator's own, besides the pipeline's: they see `/graphql`'s requests that reach Apollo Server, no other door's (`ServiceOptions.operationHooks` sees every door's). */
   plugins?: ApolloServerPlugin<RequestContext>[];
   /** Apollo's automatic persisted queries (registered in the pipeline's document cache); off where only trusted documents run. */
   automaticPersistedQueries: boolean;
   /** The most operations one batched request may carry (checked before Apollo Server, `http/batches.ts`); 1: no batches. */
   batchMax: number;
-  /** In production, the users who may introspect the schema nonetheless. */
-  introspectionUsers: readonly number[];
 }
 
 /**
- * `/graphql`'s Apollo Server, built on the operation pipeline through its extension points: the
- * pipeline's document cache is its document store (parsed and validated with the same options and
- * rules), the pipeline's execute stage its executor, the format stage its `formatError`, and one
- * plugin adapts the rest (the cost, the observation, the last step over errors). Every request to
- * `/graphql` goes through Apollo Server's whole request pipeline, so every plugin sees it.
+ * `/graphql`'s Apollo Server: the door's HTTP protocol (the request read, batches, automatic
+ * persisted queries, the HTTP status of an answer) over the operation pipeline. The pipeline's
+ * document cache is its document store (Apollo Server parses and validates on a miss, with the
+ * same options and rules), `pipeline.run` its executor (the limits, the hooks, the execute stage
+ * and the observation, in the pipeline's order), the format stage its `formatError`, and one
+ * plugin gives each operation of a batch a context of its own and finishes every answer. Apollo
+ * Server's plugins (the operator's included) see the `/graphql` requests that reach it: not those
+ * refused before it (`app.ts`), nor the multipart subscriptions, nor any other door.
  */
 export function createApolloServer(pipeline: OperationPipeline, options: ApolloOptions): ApolloServer<RequestContext> {
   return new ApolloServer<RequestContext>({
@@ -43,7 +43,7 @@ export function createApolloServer(pipeline: OperationPipeline, options: ApolloO
     documentStore: pipeline.documents.store,
     parseOptions: PARSE_OPTIONS,
     validationRules: [...LIMIT_RULES],
-    // Introspection is judged per caller on every request (`introspectionRule`), never by validation,
+    // Introspection is judged per caller on every operation (`operations/introspection.ts`), never by validation,
     // whose results the document cache shares between callers.
     introspection: true,
     includeStacktraceInErrorResponses: !options.production,
@@ -63,7 +63,7 @@ export function createApolloServer(pipeline: OperationPipeline, options: ApolloO
       ApolloServerPluginInlineTraceDisabled(),
       // On stop: no new connections, idle keep-alive ones closed at once, busy ones once their answer is out.
       ApolloServerPluginDrainHttpServer({ httpServer: options.httpServer, stopGracePeriodMillis: DRAIN_GRACE_MS }),
-      pipelinePlugin(pipeline, introspectionRule(pipeline.schema, options)),
+      pipelinePlugin(pipeline),
       subscriptionsElsewhere,
       ...(options.plugins ?? []),
     ],
@@ -71,9 +71,11 @@ export function createApolloServer(pipeline: OperationPipeline, options: ApolloO
 }
 
 /**
- * The pipeline's execute stage as Apollo Server's executor (its gateway interface, the one it
- * offers for running operations another way). An unresolved operation is left to graphql-js,
- * whose answer names what is wrong.
+ * `pipeline.run` as Apollo Server's executor (its gateway interface, the one it offers for running
+ * operations another way), handed the document and operation Apollo Server resolved: the pipeline
+ * runs the rest as for the REST table, and Apollo Server formats and sends its result. A refusal
+ * (the cost, a hook's) is a result with errors and no data, answered with its HTTP status before
+ * anything ran. An unresolved operation is left to graphql-js, whose answer names what is wrong.
  */
 function pipelineExecutor(pipeline: OperationPipeline): ApolloServerOptionsWithGateway<RequestContext>['gateway'] {
   const { schema, execution } = pipeline;
@@ -84,15 +86,13 @@ function pipelineExecutor(pipeline: OperationPipeline): ApolloServerOptionsWithG
     },
     async load() {
       return {
-        executor: ({ document, operation, context, request, metrics }) =>
+        executor: ({ source, document, operation, context, request, metrics }) =>
           operation === undefined
             ? execution.unresolved(document, request.operationName)
-            : execution.execute({
-                document,
-                operation,
-                context: contextOf(metrics, context as RequestContext),
-                variables: request.variables,
-              }),
+            : pipeline.run(
+                { text: source, document, operation, operationName: request.operationName, variables: request.variables },
+                contextOf(metrics, context as RequestContext),
+              ),
       };
     },
     async stop() {},
@@ -110,60 +110,28 @@ function contextOf(metrics: object, requestContext: RequestContext): RequestCont
   return operationContexts.get(metrics) ?? requestContext;
 }
 
-/** Throws the refusal of a document the caller may not run: introspection, in production, for callers not listed. */
-type IntrospectionRule = (document: DocumentNode, context: RequestContext) => void;
-
 /**
- * Production's introspection rule, per caller: graphql-js's `NoSchemaIntrospectionCustomRule`
- * (what Apollo Server adds to validation with `introspection: false`), run on every request of a
- * caller not in INTROSPECTION_USERS. It is kept out of validation because the document cache holds
- * one validation per text for every caller: a document validated for a listed caller must not
- * thereby pass for another. Whether a document introspects depends on the document alone, so that
- * much is remembered per cached document.
+ * What `/graphql` needs of Apollo Server's request lifecycle besides its executor: each operation
+ * of a batch observed with a context of its own (the door started the request's observation with
+ * its context); the format stage's last step over every answer's errors; and the observation of
+ * an answer Apollo Server gave before the pipeline ran (a document that does not parse or
+ * validate, an unknown persisted query, a subscription), which `pipeline.run` ends otherwise.
  */
-function introspectionRule(schema: GraphQLSchema, options: ApolloOptions): IntrospectionRule {
-  if (!options.production) return () => {};
-  const allowed = new Set(options.introspectionUsers);
-  const refusals = new WeakMap<DocumentNode, string | null>();
-  return (document, context) => {
-    if (allowed.has(context.caller.userId)) return;
-    let refusal = refusals.get(document);
-    if (refusal === undefined) {
-      refusal = validate(schema, document, [NoSchemaIntrospectionCustomRule])[0]?.message ?? null;
-      refusals.set(document, refusal);
-    }
-    if (refusal !== null) throw invalidOperation(refusal);
-  };
-}
-
-/**
- * The pipeline's stages that Apollo Server reaches through a plugin: the introspection rule and
- * the cost, once the operation and its variables are known (a refusal is an HTTP 400 before
- * anything runs); the observation of each request, which the door started with its context (or,
- * for each operation of a batch, this plugin with the operation's own context); the last step
- * over the answer's errors.
- */
-function pipelinePlugin(pipeline: OperationPipeline, introspection: IntrospectionRule): ApolloServerPlugin<RequestContext> {
+function pipelinePlugin(pipeline: OperationPipeline): ApolloServerPlugin<RequestContext> {
   return {
     async requestDidStart({ metrics, contextValue, requestIsBatched }) {
       if (requestIsBatched) {
         operationContexts.set(metrics, contextValue.forOperation(pipeline.observer.start('graphql', contextValue.requestId)));
       }
-      const context = contextOf(metrics, contextValue);
-      const { observation } = context;
+      const { observation } = contextOf(metrics, contextValue);
       return {
-        async didResolveOperation({ schema, document, operation, request }) {
-          if (operation === undefined) return;
-          observation.resolved(operation);
-          introspection(document, context);
-          checkOperationCost(schema, document, operation, request.variables);
-        },
         async willSendResponse({ response, errors, contextValue }) {
           if (response.body.kind === 'single' && response.body.singleResult.errors !== undefined) {
             response.body.singleResult.errors = pipeline.format.finish(response.body.singleResult.errors, contextValue.requestId);
           }
           // Apollo's persisted-query answers ask for `no-cache`; an answer to a caller is never stored.
           response.http.headers.set('cache-control', 'no-store');
+          // Ends the observation of an answer given before the pipeline ran; one it ran is ended already.
           observation.finished(errors);
         },
       };

@@ -37,7 +37,7 @@ export function documentIdOf(text: string): string {
  * The same cache is where automatic persisted queries are registered (`registered`): a document
  * is held under the SHA-256 of its text, with its text (`loc.source`), so the hash alone names
  * it for as long as it is held. Nothing in it depends on the caller: what does (introspection,
- * `graphql/apollo.ts`) is checked on every request.
+ * `introspection.ts`) is checked for every operation.
  */
 export class Documents {
   private readonly valid = new LRUCache<string, DocumentNode>({

@@ -1,15 +1,25 @@
-import { type DocumentNode, execute, type ExecutionResult, GraphQLError, type GraphQLSchema, type OperationDefinitionNode } from 'graphql';
+import {
+  type DocumentNode,
+  execute,
+  type ExecutionResult,
+  GraphQLError,
+  type GraphQLSchema,
+  Kind,
+  type OperationDefinitionNode,
+} from 'graphql';
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit';
 import { LRUCache } from 'lru-cache';
 
-import type { RequestContext } from '../context.js';
 import { withFailureKinds } from '../db/database-failures.js';
+import { badUserInput } from '../errors.js';
+import type { OperationContext } from './operation-context.js';
 
 /** One operation of a valid document, ready to run for one request (or one subscription event). */
 export interface ExecutionRequest {
   document: DocumentNode;
   operation: OperationDefinitionNode;
-  context: RequestContext;
+  /** What the resolvers see: any context with what the pipeline needs (`OperationContext`). */
+  context: OperationContext;
   variables: Record<string, unknown> | undefined;
   /** A subscription event: what the operation's root field resolves from. */
   rootValue?: unknown;
@@ -65,7 +75,7 @@ export class Execution {
       }
     }
     request.context.observation.executed('graphql-js');
-    return withFailureKinds(await this.interpret(request));
+    return withFailureKinds(withInputCodes(await this.interpret(request)));
   }
 
   /** graphql-js's answer to a document none of whose operations the request names. */
@@ -94,6 +104,28 @@ export class Execution {
     }
     return entry.query;
   }
+}
+
+/** The code of an error the client made in its input. */
+const INPUT_CODE = badUserInput('').extensions.code;
+
+/**
+ * graphql-js answers variables that do not coerce with errors of no code and no `data`, before any
+ * resolver runs: the client's mistake, so each gets the code Apollo Server gives it
+ * (`BAD_USER_INPUT`), whatever the door, and is observed as such rather than as an internal error.
+ */
+function withInputCodes(result: ExecutionResult): ExecutionResult {
+  if (result.data !== undefined || result.errors === undefined) return result;
+  const errors = result.errors.map((error) =>
+    error.extensions.code === undefined && error.nodes?.length === 1 && error.nodes[0]!.kind === Kind.VARIABLE_DEFINITION
+      ? new GraphQLError(error.message, {
+          nodes: error.nodes,
+          originalError: error.originalError,
+          extensions: { ...error.extensions, code: INPUT_CODE },
+        })
+      : error,
+  );
+  return { ...result, errors };
 }
 
 /**

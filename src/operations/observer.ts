@@ -13,6 +13,8 @@ import { NO_TRACING, type OperationTracer } from '../observability/tracing.js';
  * metrics and logs are alike for all of them.
  */
 export interface Observation {
+  /** The door the operation came in through. */
+  readonly door: Door;
   /** The operation's name as logs show it (bounded); undefined until resolved. */
   readonly operationName: string | undefined;
   resolved(operation: OperationDefinitionNode): void;
@@ -29,6 +31,7 @@ export interface Observation {
  * each of its operations is observed with a context of its own (`RequestContext.forOperation`).
  */
 export const BATCH_OF_OPERATIONS: Observation = {
+  door: 'graphql',
   operationName: undefined,
   resolved: () => {},
   executed: () => {},
@@ -56,6 +59,7 @@ export class OperationObserver {
     let operationName: string | undefined;
     let ended = false;
     return {
+      door,
       get operationName() {
         return operationName;
       },

@@ -16,7 +16,6 @@ import {
 
 import type { Caller } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
-import type { CreateContext } from '../context.js';
 import { failureOf, withFailureKinds } from '../db/database-failures.js';
 import { badRequest } from '../errors.js';
 import type { SubscriptionTransport } from '../observability/labels.js';
@@ -26,8 +25,10 @@ import { ENDED, PullStream } from '../shared/iteration.js';
 import type { Documents } from './documents.js';
 import type { Execution } from './execution.js';
 import type { ErrorFormat } from './format.js';
+import type { OperationHooks, OperationInfo } from './hooks.js';
 import type { LiveConnectionLimits } from './live-connections.js';
 import type { Observation, OperationObserver } from './observer.js';
+import type { CreateOperationContext } from './operation-context.js';
 import { SharedExecutions } from './shared-executions.js';
 import { CallerSubscriptions } from './subscription-caps.js';
 
@@ -92,11 +93,12 @@ export interface SubscriptionStages {
   execution: Execution;
   format: ErrorFormat;
   observer: OperationObserver;
+  hooks: OperationHooks;
 }
 
 export interface LiveOptions {
   /** Each event's context, and the one that opens a subscription's stream. */
-  createContext: CreateContext;
+  createContext: CreateOperationContext;
   /** The trusted-documents rule: the text a request names, or a thrown failure refusing it. */
   documentOf(reference: DocumentReference): string | undefined;
   /** Subscriptions one caller may run at once, over every transport. */
@@ -127,6 +129,8 @@ interface EventRun {
   sharing: string | undefined;
   /** The events sent to the subscriptions of its field over its door. */
   sent: EventTally;
+  /** What the pipeline's hooks are told of it; none without hooks. */
+  hooks: OperationInfo | undefined;
 }
 
 /** An answer as a subscription's iterator yields it: one object for every subscription that shares it. */
@@ -135,10 +139,11 @@ type Answered = IteratorYieldResult<FormattedExecutionResult>;
 /**
  * The pipeline's subscribe verb, the same for every door. A subscription is checked like any
  * operation (the trusted-documents rule, the document stage with the limits, the cost), must be a
- * subscription, is counted against its caller's cap until it ends, and has its source stream
- * opened with a context of its own; each event then runs through the execute stage with a fresh
- * context (its own services and DataLoaders), once for every subscription of the caller with the
- * same operation and variables (`SharedExecutions`), and is formatted. One observation covers the
+ * subscription, is told to the pipeline's hooks (which may refuse it), is counted against its
+ * caller's cap until it ends, and has its source stream opened with a context of its own; each
+ * event then runs through the execute stage with a fresh context (its own services and
+ * DataLoaders), once for every subscription of the caller with the same operation and variables
+ * (`SharedExecutions`), is told to the hooks, and is formatted. One observation covers the
  * subscribe, and one each executed event.
  */
 export class LiveSubscriptions {
@@ -177,10 +182,12 @@ export class LiveSubscriptions {
       if (operation.operation !== 'subscription') {
         throw badRequest(`only subscriptions are served over ${TRANSPORT_NAMES[door]}; send queries and mutations to POST /graphql`);
       }
+      const hooks = this.stages.hooks.none ? undefined : { door, requestId, caller, document, operation, variables };
+      if (hooks !== undefined) await this.stages.hooks.started(hooks);
       this.callers.take(caller.userId);
       const sharing = this.shared.keyOf(operation, variables, caller.userId);
       const field = rootFieldOf(operation, document);
-      run = { document, operation, variables, subscriber, field, sharing, sent: this.options.metrics.eventsSent(field, door) };
+      run = { document, operation, variables, subscriber, field, sharing, sent: this.options.metrics.eventsSent(field, door), hooks };
     } catch (error) {
       return refuse([failureOf(error)]);
     }
@@ -219,7 +226,7 @@ export class LiveSubscriptions {
     }
     if (!(Symbol.asyncIterator in source)) {
       this.callers.give(caller.userId);
-      const answer = withFailureKinds(source);
+      const answer = await this.told(run, withFailureKinds(source));
       observation.finished(answer.errors);
       return answerOnce(this.formatted(answer, requestId));
     }
@@ -257,9 +264,21 @@ export class LiveSubscriptions {
     const context = this.options.createContext(caller, requestId, observation);
     observation.resolved(run.operation);
     const { document, operation, variables } = run;
-    const result = await this.stages.execution.execute({ document, operation, context, variables, rootValue: event });
+    const result = await this.told(run, await this.stages.execution.execute({ document, operation, context, variables, rootValue: event }));
     observation.finished(result.errors);
     return { value: this.formatted(result, requestId), done: false };
+  }
+
+  /** `result`, once the hooks are told it; a failure one of them throws, instead. */
+  private async told(run: EventRun, result: ExecutionResult): Promise<ExecutionResult> {
+    const answering = run.hooks && this.stages.hooks.answered(run.hooks, result);
+    if (answering === undefined) return result;
+    try {
+      await answering;
+      return result;
+    } catch (error) {
+      return { errors: [failureOf(error)] };
+    }
   }
 
   private formatted(result: ExecutionResult, requestId: string): FormattedExecutionResult {

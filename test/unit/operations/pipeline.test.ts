@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import { rateLimited } from '../../../src/errors.js';
 import { type Admission, AdmissionChecks } from '../../../src/operations/admission.js';
+import type { OperationHook } from '../../../src/operations/hooks.js';
 import { conversation, fakeWorld, metricValue, testPipeline } from '../support/fakes.js';
 
 function running(options: Parameters<typeof testPipeline>[0] = {}) {
@@ -120,5 +121,105 @@ describe('the admission sequence', () => {
     const { pipeline } = testPipeline({ admissionChecks: [(admitted) => void seen.push(admitted)] });
     await pipeline.admission.admit({ ...admission, door: 'websocket' });
     expect(seen).toEqual([{ ...admission, door: 'websocket' }]);
+  });
+});
+
+describe('the pipeline’s hooks', () => {
+  /** A hook recording what it is told, refusing operations named `Refused`. */
+  function recordingHook() {
+    const told: string[] = [];
+    const hook: OperationHook = {
+      onOperation: ({ door, caller, operation, variables }) => {
+        told.push(`operation ${door} ${caller.userId} ${operation.name?.value ?? 'anonymous'} ${JSON.stringify(variables ?? {})}`);
+        if (operation.name?.value === 'Refused') throw rateLimited(5);
+      },
+      onResult: ({ door }, result) => void told.push(`result ${door} ${JSON.stringify(result)}`),
+    };
+    return { told, hook };
+  }
+
+  it('are told each operation before it runs and its result after, in the order given', async () => {
+    const first = recordingHook();
+    const order: string[] = [];
+    const { run } = running({
+      hooks: [first.hook, { onOperation: () => void order.push('second told'), onResult: () => void order.push('second answered') }],
+    });
+    expect(await run('query Q($n: Int) { quota a: conversations(first: $n) { totalCount } }', { variables: { n: 1 } })).toEqual({
+      data: { quota: 2, a: { totalCount: 1 } },
+    });
+    expect(first.told).toEqual(['operation rest 1 Q {"n":1}', 'result rest {"data":{"quota":2,"a":{"totalCount":1}}}']);
+    expect(order).toEqual(['second told', 'second answered']);
+  });
+
+  it('refuse an operation by throwing: nothing runs, the refusal is the answer, later hooks are not told', async () => {
+    const { told, hook } = recordingHook();
+    const later: string[] = [];
+    const { run, world, registry } = running({ hooks: [hook, { onOperation: () => void later.push('told') }] });
+    expect(await run('query Refused { conversation(number: 1) { name } }')).toMatchObject({
+      errors: [{ extensions: { code: 'RATE_LIMITED' } }],
+    });
+    expect(told).toEqual(['operation rest 1 Refused {}']);
+    expect(later).toEqual([]);
+    expect(world.conversations.reads).toEqual([]);
+    expect(await metricValue(registry, 'graphql_errors_total', { code: 'RATE_LIMITED' })).toBe(1);
+  });
+
+  it('are not told of a document the document stage or the limits refuse', async () => {
+    const { told, hook } = recordingHook();
+    const { run } = running({ hooks: [hook] });
+    await run('{ nope }');
+    await run('{ quota ');
+    expect(told).toEqual([]);
+  });
+
+  it('are told of a subscription once, and of each event it runs, with its door', async () => {
+    const { told, hook } = recordingHook();
+    const { pipeline, world } = running({ hooks: [hook] });
+    const answer = await pipeline.subscribe(
+      { query: 'subscription Balance { quota }' },
+      { caller: { userId: 1 }, door: 'sse', requestId: 's' },
+    );
+    if ('refused' in answer) throw new Error('refused');
+    const next = answer.next();
+    await new Promise((resolve) => setImmediate(resolve));
+    world.balanceEvents.push({ points: 3 });
+    expect(await next).toEqual({ value: { data: { quota: 3 } }, done: false });
+    await answer.return();
+    expect(told).toEqual(['operation sse 1 Balance {}', 'result sse {"data":{"quota":3}}']);
+  });
+
+  it('refuse a subscription before its stream opens', async () => {
+    const { told, hook } = recordingHook();
+    const { pipeline, world } = running({ hooks: [hook] });
+    const answer = await pipeline.subscribe(
+      { query: 'subscription Refused { quota }' },
+      { caller: { userId: 1 }, door: 'websocket', requestId: 's' },
+    );
+    expect(answer).toMatchObject({ refused: [{ extensions: { code: 'RATE_LIMITED' } }] });
+    expect(world.balanceEvents.opened).toBe(0);
+    expect(told).toEqual(['operation websocket 1 Refused {}']);
+  });
+
+  it('in production, refuse introspection to callers not listed, at any door', async () => {
+    const { run } = running({ production: true, introspectionUsers: [7] });
+    expect(await run('{ __schema { queryType { name } } }')).toMatchObject({
+      errors: [{ extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }],
+    });
+    expect(await run('{ __schema { queryType { name } } }', { userId: 7 })).toEqual({
+      data: { __schema: { queryType: { name: 'Query' } } },
+    });
+    expect(await run('{ __typename quota }')).toEqual({ data: { __typename: 'Query', quota: 2 } });
+  });
+});
+
+describe('the execute stage', () => {
+  it('answers variables that do not coerce as the client’s mistake (BAD_USER_INPUT), not as internal', async () => {
+    const { run, lines } = running();
+    const answer = await run('query Q($n: Int) { conversations(first: $n) { totalCount } }', { variables: { n: 'many' } });
+    expect(answer.data).toBeUndefined();
+    expect(answer.errors).toMatchObject([
+      { message: expect.stringMatching(/^Variable "\$n" got invalid value "many"/), extensions: { code: 'BAD_USER_INPUT' } },
+    ]);
+    expect(lines.filter((line) => line.msg === 'unexpected error in a GraphQL operation')).toEqual([]);
   });
 });

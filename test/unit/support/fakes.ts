@@ -17,6 +17,7 @@ import { createLogger, type Logger } from '../../../src/logger.js';
 import { graphqlMetrics } from '../../../src/observability/graphql-metrics.js';
 import { type SubscriptionMetrics, subscriptionMetrics } from '../../../src/observability/subscription-metrics.js';
 import type { AdmissionCheck } from '../../../src/operations/admission.js';
+import type { OperationHook } from '../../../src/operations/hooks.js';
 import type { Observation } from '../../../src/operations/observer.js';
 import { OperationPipeline } from '../../../src/operations/pipeline.js';
 import { ResponseBudget } from '../../../src/operations/response-budget.js';
@@ -266,6 +267,7 @@ export function recordingObservation(): Observation & { executors: string[]; fin
     executors,
     finishedWith,
     resolvedTo,
+    door: 'rest',
     operationName: undefined,
     resolved: (operation) => resolvedTo.push(operation.name?.value ?? 'anonymous'),
     executed: (executor) => executors.push(executor),
@@ -300,6 +302,8 @@ export function testPipeline(
     subscriptionsPerCaller?: number;
     documentOf?: (reference: DocumentReference) => string | undefined;
     responseMaxBytes?: number;
+    hooks?: OperationHook[];
+    introspectionUsers?: number[];
   } = {},
 ): TestPipeline {
   const world = options.world ?? fakeWorld();
@@ -313,6 +317,8 @@ export function testPipeline(
     metrics: graphqlMetrics(registry, []),
     logger,
     admissionChecks: options.admissionChecks ?? [],
+    hooks: options.hooks,
+    introspectionUsers: options.introspectionUsers,
     live: {
       createContext,
       documentOf: options.documentOf ?? ((reference) => (typeof reference.query === 'string' ? reference.query : undefined)),
