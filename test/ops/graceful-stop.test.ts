@@ -3,8 +3,10 @@ import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 
 import type { Clock } from '../../src/clock.js';
+import { withDatabaseName } from '../../src/db/uri.js';
+import { startEmbeddedDbProcess } from '../support/embedded-db-process.js';
 import { eventually } from '../support/eventually.js';
-import { startTestGateway } from '../support/gateway.js';
+import { graphql, startTestGateway } from '../support/gateway.js';
 import { startTestSidecar } from '../support/sidecar.js';
 
 /** Holds every scheduled callback until the test releases it: time moves only when told. */
@@ -96,4 +98,22 @@ describe.each(['gateway', 'sidecar'] as const)('stopping the %s', (server) => {
       else await gateway.testDatabase.stop();
     }
   });
+});
+
+describe('a stop while the database does not answer', () => {
+  it('completes and lets the database connection go, though nothing answers on its sockets', async () => {
+    const database = await startEmbeddedDbProcess();
+    try {
+      const gateway = await startTestGateway({ MONGODB_URI: withDatabaseName(database.uri, 'gone-before-stop') });
+      await gateway.seed({ users: [{ id: 1, username: 'alice', quota: 1 }] });
+      const authorization = `Bearer ${await gateway.token(1)}`;
+      expect((await graphql(gateway, '{ quota }', { authorization })).body.data).toEqual({ quota: 1 });
+      // Frozen, not closed: its sockets stay open and nothing answers on them.
+      database.pause();
+      await gateway.stop();
+      expect(gateway.database.connection.readyState).toBe(0);
+    } finally {
+      await database.stop();
+    }
+  }, 20_000);
 });
