@@ -120,6 +120,7 @@ async function main(): Promise<void> {
     if (measureGrowth) {
       scale = await measureScale(withDatabaseName(database.server, SCALE_DATABASE), {
         sizes: { ...(quick ? QUICK_SCALE : FULL_SCALE), ...(args.rounds !== undefined && { rounds }) },
+        engine: database.engine,
         nodeOptions: profileOptions,
         log,
       });

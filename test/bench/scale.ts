@@ -5,7 +5,9 @@ import { type Collection, MongoClient } from 'mongodb';
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { connectAs, type Operation, type TestSocket } from '../support/websocket.js';
 import { conversationDocument, userDocument } from './dataset.js';
-import { drive, median, type Sample } from './load.js';
+import autocannon, { type Result } from 'autocannon';
+
+import { median, type Sample } from './load.js';
 import { type Child, freePort, startGateway, startPeer, waitForHttp, waitForOutput } from './processes.js';
 import { atMost, formatTarget, type Ratio, summarizeRatio, type Target } from './report.js';
 import { call, type Scenario } from './scenarios.js';
@@ -26,8 +28,8 @@ import { type LiveServer, settledMemory, subscriptionsOn, summarize, untilRunnin
  *   them, from the start of the write to its arrival at each subscriber, against the floor with as
  *   many sockets.
  *
- * Every figure is taken in interleaved rounds: in each, every REST case runs once (each round one
- * case later), then the gateway's and the floor's subscriptions are opened in turn (the client's
+ * Every figure is taken in interleaved rounds: in each, every REST case runs once (a fixed number
+ * of requests at 4 connections, each round one case later), then the gateway's and the floor's subscriptions are opened in turn (the client's
  * file descriptors do not allow 2 × 10 000 sockets at once) and sent the same writes; a ratio is
  * taken within each round, and reported as its median and range.
  */
@@ -58,6 +60,7 @@ const LONG_ID = 2;
 const CASES = ['list_small', 'list_large', 'load_short', 'load_long'] as const;
 type Case = (typeof CASES)[number];
 const OPENING_IN_PARALLEL = 100;
+const CASE_CONNECTIONS = 4;
 /**
  * An instance holds 10 000 connections at once (`HTTP_SERVER_LIMITS.maxConnections`,
  * `src/limits.ts`), its HTTP ones included: the gateway's subscriptions share this many sockets
@@ -70,8 +73,9 @@ const QUOTA_QUERY = 'subscription { quota }';
 export interface CaseFigures {
   /** Median over the rounds, then each round's. */
   server_cpu_us: number;
+  /** The embedded engine's CPU per request, when the benchmark runs it. */
+  db_cpu_us: number;
   rps: number;
-  p99_ms: number;
   /** The body of one answer, in bytes. */
   body_bytes: number;
   per_round: Sample[];
@@ -97,6 +101,8 @@ export interface ScaleReport {
   cases: Record<Case, CaseFigures>;
   ratios: {
     list_cpu_large_vs_small: Ratio;
+    /** The same for the database's CPU (no goal: it shows whether the engine's read grows with the data). */
+    list_db_cpu_large_vs_small: Ratio;
     load_cpu_per_kib_long_vs_short: Ratio;
     fanout_p99_gateway_vs_floor: Ratio;
   };
@@ -105,7 +111,7 @@ export interface ScaleReport {
 
 export async function measureScale(
   databaseUri: string,
-  options: { sizes: ScaleSizes; nodeOptions(name: string): string[]; log(message: string): void },
+  options: { sizes: ScaleSizes; engine?: Child; nodeOptions(name: string): string[]; log(message: string): void },
 ): Promise<ScaleReport> {
   const { sizes, log } = options;
   const jwtSecret = randomBytes(24).toString('base64url');
@@ -200,7 +206,16 @@ export async function measureScale(
       await write(users, user, opened);
       await closeSubscriptions(live, sockets);
     }
-    for (const name of CASES) await drive(base, scenarios[name], 1);
+    // Each case sends a fixed number of requests, all answered before its CPU time is read (a
+    // timed run would leave a long load's last answers to the next case's figures): about
+    // `seconds` worth at the rate its warm-up reached, in whole rounds of the connections.
+    const amounts = {} as Record<Case, number>;
+    for (const name of CASES) {
+      const started = performance.now();
+      await send(base, scenarios[name], CASE_CONNECTIONS * 4);
+      const rps = (CASE_CONNECTIONS * 4) / ((performance.now() - started) / 1000);
+      amounts[name] = CASE_CONNECTIONS * Math.max(4, Math.min(4_000, Math.round((rps * sizes.seconds) / CASE_CONNECTIONS)));
+    }
 
     const samples = Object.fromEntries(CASES.map((name) => [name, [] as Sample[]])) as Record<Case, Sample[]>;
     const delays = { gateway: [] as number[][], floor: [] as number[][] };
@@ -209,9 +224,19 @@ export async function measureScale(
       log(`scale: round ${round + 1} of ${sizes.rounds}`);
       for (let index = 0; index < CASES.length; index++) {
         const name = CASES[(index + round) % CASES.length]!;
-        const before = gateway.cpuSeconds();
-        const sample = await drive(base, scenarios[name], sizes.seconds);
-        samples[name].push({ ...sample, server_cpu_us: ((gateway.cpuSeconds() - before) / sample.requests) * 1e6 });
+        const before = [gateway.cpuSeconds(), options.engine?.cpuSeconds() ?? Number.NaN] as const;
+        const started = performance.now();
+        await send(base, scenarios[name], amounts[name]);
+        const elapsed = (performance.now() - started) / 1000;
+        const perRequest = (after: number, from: number) => ((after - from) / amounts[name]) * 1e6;
+        samples[name].push({
+          rps: amounts[name] / elapsed,
+          p50_ms: Number.NaN,
+          p99_ms: Number.NaN,
+          requests: amounts[name],
+          server_cpu_us: perRequest(gateway.cpuSeconds(), before[0]),
+          db_cpu_us: perRequest(options.engine?.cpuSeconds() ?? Number.NaN, before[1]),
+        });
       }
       const order = round % 2 === 0 ? (['gateway', 'floor'] as const) : (['floor', 'gateway'] as const);
       for (const name of order) {
@@ -228,6 +253,7 @@ export async function measureScale(
 
     const cases = Object.fromEntries(CASES.map((name) => [name, caseFigures(samples[name], bodyBytes[name])])) as Record<Case, CaseFigures>;
     const cpu = (name: Case, round: number) => samples[name][round]?.server_cpu_us ?? Number.NaN;
+    const dbCpu = (name: Case, round: number) => samples[name][round]?.db_cpu_us ?? Number.NaN;
     const perKib = (name: Case, round: number) => cpu(name, round) / (bodyBytes[name] / 1024);
     const perRound = (ratio: (round: number) => number) => summarizeRatio(Array.from({ length: sizes.rounds }, (_, round) => ratio(round)));
     const p99 = (values: number[]) => summarize(0, 0, values).p99_ms;
@@ -236,6 +262,7 @@ export async function measureScale(
       cases,
       ratios: {
         list_cpu_large_vs_small: perRound((round) => cpu('list_large', round) / cpu('list_small', round)),
+        list_db_cpu_large_vs_small: perRound((round) => dbCpu('list_large', round) / dbCpu('list_small', round)),
         load_cpu_per_kib_long_vs_short: perRound((round) => perKib('load_long', round) / perKib('load_short', round)),
         fanout_p99_gateway_vs_floor: perRound((round) => p99(delays.gateway[round]!) / p99(delays.floor[round]!)),
       },
@@ -341,6 +368,23 @@ async function closeSubscriptions(server: LiveServer, sockets: TestSocket[]): Pr
   await untilRunning(server.base, 0);
 }
 
+/**
+ * Sends `amount` requests of one scenario at `CASE_CONNECTIONS` keep-alive connections; any error or
+ * non-2xx answer fails the run. Fewer connections than the other scenarios' 16, and a longer timeout:
+ * 16 answers of 2 MiB at once on a busy machine wait for each other past 10 s.
+ */
+async function send(base: string, scenario: Scenario, amount: number): Promise<void> {
+  const result = await new Promise<Result>((resolve, reject) => {
+    autocannon(
+      { url: `${base}${scenario.path}`, connections: CASE_CONNECTIONS, amount, headers: scenario.headers, timeout: 60 },
+      (error, finished) => (error ? reject(error) : resolve(finished)),
+    );
+  });
+  if (result.errors > 0 || result.non2xx > 0) {
+    throw new Error(`scale ${scenario.path}: ${result.errors} errors, ${result.non2xx} non-2xx answers of ${amount}`);
+  }
+}
+
 /** One balance write, straight to the database; the delay from its start to the event at each subscriber. */
 async function write(users: Collection, user: number, subscribers: readonly Operation[]): Promise<number[]> {
   const started = performance.now();
@@ -352,8 +396,8 @@ async function write(users: Collection, user: number, subscribers: readonly Oper
 function caseFigures(samples: Sample[], bodyBytes: number): CaseFigures {
   return {
     server_cpu_us: median(samples.map((sample) => sample.server_cpu_us ?? Number.NaN)),
+    db_cpu_us: median(samples.map((sample) => sample.db_cpu_us ?? Number.NaN)),
     rps: median(samples.map((sample) => sample.rps)),
-    p99_ms: median(samples.map((sample) => sample.p99_ms)),
     body_bytes: bodyBytes,
     per_round: samples,
   };
@@ -410,7 +454,7 @@ export function formatScaleReport(report: ScaleReport): string {
   const caseRow = (name: Case) => {
     const figures = cases[name];
     const perKib = figures.server_cpu_us / (figures.body_bytes / 1024);
-    return `  ${name.padEnd(11)} ${fixed(figures.rps, 0).padStart(7)} req/s   p99 ${fixed(figures.p99_ms, 2).padStart(8)} ms   cpu ${fixed(figures.server_cpu_us, 0).padStart(7)} µs/req   body ${fixed(figures.body_bytes / 1024, 1).padStart(8)} KiB   ${fixed(perKib, 1).padStart(7)} µs/KiB`;
+    return `  ${name.padEnd(11)} ${fixed(figures.rps, 0).padStart(7)} req/s   cpu ${fixed(figures.server_cpu_us, 0).padStart(7)} µs/req (db ${fixed(figures.db_cpu_us, 0).padStart(6)})   body ${fixed(figures.body_bytes / 1024, 1).padStart(8)} KiB   ${fixed(perKib, 1).padStart(7)} µs/KiB`;
   };
   const fanRow = (name: 'gateway' | 'floor') => {
     const figures = fanout[name];
@@ -425,6 +469,7 @@ export function formatScaleReport(report: ScaleReport): string {
     ...(['gateway', 'floor'] as const).map(fanRow),
     '  growth, each ratio taken within one round: median (min–max)',
     `    REST list CPU/request, ${sizes.largeList} conversations / ${SMALL_LIST}          ${ratioCell(ratios.list_cpu_large_vs_small)}`,
+    `    the database's CPU/request for the same lists                    ${ratioCell(ratios.list_db_cpu_large_vs_small)}`,
     `    REST load CPU per KiB, ${sizes.longConversation} messages / ${SHORT_CONVERSATION}                ${ratioCell(ratios.load_cpu_per_kib_long_vs_short)}`,
     `    one event to ${sizes.sockets} subscriptions, p99 gateway / floor   ${ratioCell(ratios.fanout_p99_gateway_vs_floor)}`,
     'targets:',
