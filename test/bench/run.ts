@@ -14,7 +14,7 @@ import { BENCH_USER_ID, conversationCounts, FULL_DATASET, QUICK_DATASET } from '
 import { drive, median, type Sample } from './load.js';
 import { type Child, freePort, ROOT, startGateway, startNode, startPeer, waitForHttp, waitForOutput } from './processes.js';
 import { formatReport, jsonReport, ratiosOf, type Report, type ScenarioSummary, targetsOf } from './report.js';
-import { FULL_SCALE, formatScaleReport, measureScale, QUICK_SCALE, type ScaleReport, scaleTargets } from './scale.js';
+import { formatScaleReport, FULL_SCALE, measureScale, QUICK_SCALE, type ScaleReport, scaleTargets } from './scale.js';
 import { type Scenario, SCENARIO_NAMES, scenarios, type Target } from './scenarios.js';
 import { seedUsers, smallUserCount } from './seed.js';
 import { formatSubscriptionReport, measureSubscriptions, type SubscriptionReport, subscriptionTargets } from './subscriptions.js';

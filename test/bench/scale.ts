@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 
+import autocannon, { type Result } from 'autocannon';
 import { type Collection, MongoClient } from 'mongodb';
 
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { connectAs, type Operation, type TestSocket } from '../support/websocket.js';
 import { conversationDocument, userDocument } from './dataset.js';
-import autocannon, { type Result } from 'autocannon';
-
 import { median, type Sample } from './load.js';
 import { type Child, freePort, startGateway, startPeer, waitForHttp, waitForOutput } from './processes.js';
 import { atMost, formatTarget, type Ratio, summarizeRatio, type Target } from './report.js';
