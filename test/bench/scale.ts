@@ -266,20 +266,10 @@ export async function measureScale(
     }
 
     const cases = Object.fromEntries(CASES.map((name) => [name, caseFigures(samples[name], bodyBytes[name])])) as Record<Case, CaseFigures>;
-    const cpu = (name: Case, round: number) => samples[name][round]?.server_cpu_us ?? Number.NaN;
-    const dbCpu = (name: Case, round: number) => samples[name][round]?.db_cpu_us ?? Number.NaN;
-    const perKib = (name: Case, round: number) => cpu(name, round) / (bodyBytes[name] / 1024);
-    const perRound = (ratio: (round: number) => number) => summarizeRatio(Array.from({ length: sizes.rounds }, (_, round) => ratio(round)));
-    const p99 = (values: number[]) => summarize(0, 0, values).p99_ms;
     return {
       sizes,
       cases,
-      ratios: {
-        list_cpu_large_vs_small: perRound((round) => cpu('list_large', round) / cpu('list_small', round)),
-        list_db_cpu_large_vs_small: perRound((round) => dbCpu('list_large', round) / dbCpu('list_small', round)),
-        load_cpu_per_kib_long_vs_short: perRound((round) => perKib('load_long', round) / perKib('load_short', round)),
-        fanout_p99_gateway_vs_floor: perRound((round) => p99(delays.gateway[round]!) / p99(delays.floor[round]!)),
-      },
+      ratios: scaleRatios(cases, delays),
       fanout: {
         gateway: fanOutFigures(sizes.sockets, memory.gateway, delays.gateway),
         floor: fanOutFigures(sizes.sockets, memory.floor, delays.floor),
@@ -291,6 +281,28 @@ export async function measureScale(
     await db.dropDatabase();
     await client.close();
   }
+}
+
+/**
+ * The growth ratios, each round's from that round's figures: CPU per request (the lists), CPU per
+ * KiB of body (the loads), and the fan-out's p99 (the gateway's block of writes over the floor's).
+ */
+export function scaleRatios(
+  cases: Record<Case, Pick<CaseFigures, 'per_round' | 'body_bytes'>>,
+  delays: { gateway: readonly number[][]; floor: readonly number[][] },
+): ScaleReport['ratios'] {
+  const rounds = Math.max(0, ...CASES.map((name) => cases[name].per_round.length), delays.gateway.length, delays.floor.length);
+  const cpu = (name: Case, round: number) => cases[name].per_round[round]?.server_cpu_us ?? Number.NaN;
+  const dbCpu = (name: Case, round: number) => cases[name].per_round[round]?.db_cpu_us ?? Number.NaN;
+  const perKib = (name: Case, round: number) => cpu(name, round) / (cases[name].body_bytes / 1024);
+  const p99 = (values: readonly number[] | undefined) => (values === undefined ? Number.NaN : summarize(0, 0, [...values]).p99_ms);
+  const perRound = (ratio: (round: number) => number) => summarizeRatio(Array.from({ length: rounds }, (_, round) => ratio(round)));
+  return {
+    list_cpu_large_vs_small: perRound((round) => cpu('list_large', round) / cpu('list_small', round)),
+    list_db_cpu_large_vs_small: perRound((round) => dbCpu('list_large', round) / dbCpu('list_small', round)),
+    load_cpu_per_kib_long_vs_short: perRound((round) => perKib('load_long', round) / perKib('load_short', round)),
+    fanout_p99_gateway_vs_floor: perRound((round) => p99(delays.gateway[round]) / p99(delays.floor[round])),
+  };
 }
 
 /**
