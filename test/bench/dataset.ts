@@ -169,7 +169,11 @@ export function userDocument(userId: number, conversations: number): UserDocumen
   };
 }
 
-export function conversationDocument(userId: number, id: number): ConversationDocument {
+/**
+ * Conversation `id` of user `userId`: 1 to 4 messages (the known conversation 20), or exactly
+ * `messageCount` when given (the scale scenarios' long conversations).
+ */
+export function conversationDocument(userId: number, id: number, messageCount?: number): ConversationDocument {
   const next = seededRandom(userId * 1_000_003 + id);
   const known = userId === BENCH_USER_ID && id === KNOWN_CONVERSATION_ID;
   const createdAt = new Date(EPOCH + userId * HOUR + id * 60_000);
@@ -179,7 +183,7 @@ export function conversationDocument(userId: number, id: number): ConversationDo
     name: known ? 'Trip plan: Lisbon and Sintra' : pick(next, TITLES)(next),
     model: pick(next, MODELS),
     enableWeb: next() < 0.2,
-    messages: messages(next, known ? KNOWN_CONVERSATION_MESSAGES : between(next, 1, 4)),
+    messages: messages(next, messageCount ?? (known ? KNOWN_CONVERSATION_MESSAGES : between(next, 1, 4))),
     createdAt,
     updatedAt: createdAt,
   };

@@ -14,18 +14,19 @@ import { BENCH_USER_ID, conversationCounts, FULL_DATASET, QUICK_DATASET } from '
 import { drive, median, type Sample } from './load.js';
 import { type Child, freePort, ROOT, startGateway, startNode, startPeer, waitForHttp, waitForOutput } from './processes.js';
 import { formatReport, jsonReport, ratiosOf, type Report, type ScenarioSummary, targetsOf } from './report.js';
+import { formatScaleReport, FULL_SCALE, measureScale, QUICK_SCALE, type ScaleReport, scaleTargets } from './scale.js';
 import { type Scenario, SCENARIO_NAMES, scenarios, type Target } from './scenarios.js';
 import { seedUsers, smallUserCount } from './seed.js';
 import { formatSubscriptionReport, measureSubscriptions, type SubscriptionReport, subscriptionTargets } from './subscriptions.js';
 
 const USAGE = `npm run bench -- [--quick] [--soak SECONDS] [--json FILE] [--rounds N] [--seconds S] [--only a,b] [--profile]
 
-  --quick        1 000 users / 100 000 conversations, 3 shorter rounds (about 5½ minutes in all)
+  --quick        1 000 users / 100 000 conversations, 3 shorter rounds (about 5½ minutes, 3 more with the scale scenarios)
   --soak S       seconds of mixed full load for the memory check (default: 60, or 20 with --quick)
   --json FILE    also write the results as JSON
   --rounds N     rounds per scenario (default: 5, or 3 with --quick)
   --seconds S    seconds per scenario and round (default: 10, or 3 with --quick)
-  --only a,b     measure only these scenarios (${SCENARIO_NAMES.join(', ')}, subscriptions)
+  --only a,b     measure only these scenarios (${SCENARIO_NAMES.join(', ')}, subscriptions, scale)
   --profile      run every server with --cpu-prof; profiles land in .bench/profiles/<server>/
 
 MONGODB_URI set: runs on that server, in database chat_gateway_bench (dropped before and after).
@@ -34,6 +35,10 @@ Otherwise: runs the embedded engine as a separate process.`;
 const BENCH_DATABASE = 'chat_gateway_bench';
 /** The subscriptions scenario's own database (1 000 users), dropped after it. */
 const LIVE_DATABASE = 'chat_gateway_bench_live';
+/** The scale scenarios' own database, dropped after them. */
+const SCALE_DATABASE = 'chat_gateway_bench_scale';
+/** The `--only` names of the scenarios that are not HTTP load on the main data set. */
+const OWN_RUNS = ['subscriptions', 'scale'];
 /** Idle subscriptions whose memory is measured, and balance writes for the latency with one user's subscribers. */
 const IDLE_SOCKETS = 5_000;
 const LIVE_WRITES = 100;
@@ -61,9 +66,10 @@ const rounds = Number(args.rounds ?? (quick ? 3 : 5));
 const seconds = Number(args.seconds ?? (quick ? 3 : 10));
 const soakSeconds = Number(args.soak ?? (quick ? 20 : 60));
 const only = args.only?.split(',');
-const unknown = only?.filter((name) => ![...SCENARIO_NAMES, 'subscriptions'].includes(name)) ?? [];
+const unknown = only?.filter((name) => ![...SCENARIO_NAMES, ...OWN_RUNS].includes(name)) ?? [];
 const measureLive = only === undefined || only.includes('subscriptions');
-const measureHttp = only === undefined || only.some((name) => name !== 'subscriptions');
+const measureGrowth = only === undefined || only.includes('scale');
+const measureHttp = only === undefined || only.some((name) => !OWN_RUNS.includes(name));
 if (![rounds, seconds].every((value) => Number.isInteger(value) && value > 0) || !(soakSeconds >= 0) || unknown.length > 0) {
   process.stderr.write(`${unknown.length > 0 ? `unknown scenario: ${unknown.join(', ')}\n` : ''}${USAGE}\n`);
   process.exit(2);
@@ -110,8 +116,19 @@ async function main(): Promise<void> {
       process.stdout.write(`\n${formatSubscriptionReport(live)}\n`);
     }
     const liveJson = live && { ...live, targets: subscriptionTargets(live) };
+    let scale: ScaleReport | undefined;
+    if (measureGrowth) {
+      scale = await measureScale(withDatabaseName(database.server, SCALE_DATABASE), {
+        sizes: { ...(quick ? QUICK_SCALE : FULL_SCALE), ...(args.rounds !== undefined && { rounds }) },
+        engine: database.engine,
+        nodeOptions: profileOptions,
+        log,
+      });
+      process.stdout.write(`\n${formatScaleReport(scale)}\n`);
+    }
+    const scaleJson = scale && { ...scale, targets: scaleTargets(scale) };
     if (!measureHttp) {
-      if (args.json) writeFileSync(args.json, `${JSON.stringify({ subscriptions: liveJson }, null, 2)}\n`);
+      if (args.json) writeFileSync(args.json, `${JSON.stringify({ subscriptions: liveJson, scale: scaleJson }, null, 2)}\n`);
       return;
     }
     const jwtSecret = randomBytes(24).toString('base64url');
@@ -119,8 +136,12 @@ async function main(): Promise<void> {
     const report = await measureServers(database, servers, jwtSecret, loadAtStart);
     process.stdout.write(`\n${formatReport(report)}\n`);
     if (live) process.stdout.write(`\n${formatSubscriptionReport(live)}\n`);
+    if (scale) process.stdout.write(`\n${formatScaleReport(scale)}\n`);
     if (args.json) {
-      writeFileSync(args.json, `${JSON.stringify({ ...(jsonReport(report) as object), subscriptions: liveJson }, null, 2)}\n`);
+      writeFileSync(
+        args.json,
+        `${JSON.stringify({ ...(jsonReport(report) as object), subscriptions: liveJson, scale: scaleJson }, null, 2)}\n`,
+      );
       log(`wrote ${args.json}`);
     }
   } finally {

@@ -55,7 +55,7 @@ interface LatencyFigures {
 }
 
 /** A server the scenario measures: where it listens, its process, its heap in use, and how it is subscribed to. */
-interface LiveServer {
+export interface LiveServer {
   base: string;
   child: Child;
   heapUsed(): Promise<number>;
@@ -246,12 +246,12 @@ export async function measureSubscriptions(
 }
 
 /** The running subscriptions the server's /readyz counts. */
-async function subscriptionsOn(base: string): Promise<number> {
+export async function subscriptionsOn(base: string): Promise<number> {
   return ((await (await fetch(`${base}/readyz`)).json()) as { subscriptions: number }).subscriptions;
 }
 
 /** Waits until the server's /readyz counts `count` running subscriptions. */
-async function untilRunning(base: string, count: number): Promise<void> {
+export async function untilRunning(base: string, count: number): Promise<void> {
   for (const deadline = Date.now() + 120_000; Date.now() < deadline; await sleep(100)) {
     if ((await subscriptionsOn(base)) === count) return;
   }
@@ -260,7 +260,7 @@ async function untilRunning(base: string, count: number): Promise<void> {
 }
 
 /** RSS and V8 heap in use, as medians of samples over a few seconds once the server is idle. */
-async function settledMemory(server: LiveServer): Promise<{ rss: number; heap: number }> {
+export async function settledMemory(server: LiveServer): Promise<{ rss: number; heap: number }> {
   await sleep(2_000);
   const rss: number[] = [];
   const heap: number[] = [];
@@ -272,7 +272,7 @@ async function settledMemory(server: LiveServer): Promise<{ rss: number; heap: n
   return { rss: middle(rss), heap: middle(heap) };
 }
 
-function summarize(subscribers: number, writes: number, delays: number[]) {
+export function summarize(subscribers: number, writes: number, delays: number[]) {
   const sorted = [...delays].sort((a, b) => a - b);
   const at = (fraction: number) => sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? Number.NaN;
   return { subscribers, writes, events: sorted.length, p50_ms: at(0.5), p99_ms: at(0.99), max_ms: sorted.at(-1) ?? Number.NaN };

@@ -88,3 +88,49 @@ describe('indexed queries do not scan the collection', () => {
     expect(s.totalDocsExamined).toBe(USERS * PER_USER);
   });
 });
+
+describe('counting one user’s documents', () => {
+  async function aggregateStats(pipeline: Document[]) {
+    const explained = (await t.collection('large').aggregate(pipeline).explain('executionStats')) as {
+      stages: [{ $cursor: { executionStats: { totalKeysExamined: number; totalDocsExamined: number } } }];
+    };
+    return explained.stages[0].$cursor.executionStats;
+  }
+
+  it('counts from the index alone, reading no document, as countDocuments asks', async () => {
+    expect(await t.collection('large').countDocuments({ userId: 42 })).toBe(PER_USER);
+    expect(await t.collection('large').countDocuments({ userId: 42, id: { $gt: 900 } })).toBe(100);
+    expect(await aggregateStats([{ $match: { userId: 42 } }, { $group: { _id: 1, n: { $sum: 1 } } }])).toMatchObject({
+      totalKeysExamined: PER_USER,
+      totalDocsExamined: 0,
+    });
+    expect(await aggregateStats([{ $match: { userId: 42 } }, { $count: 'n' }])).toMatchObject({ totalDocsExamined: 0 });
+  });
+
+  it('answers what the $group or $count stage answers: the constant key and the count, nothing for no match', async () => {
+    const collection = t.collection('large');
+    expect(await collection.aggregate([{ $match: { userId: 5 } }, { $group: { _id: 'all', total: { $sum: 1 } } }]).toArray()).toEqual([
+      { _id: 'all', total: PER_USER },
+    ]);
+    expect(await collection.aggregate([{ $match: { userId: 5, id: { $lte: 10 } } }, { $count: 'conversations' }]).toArray()).toEqual([
+      { conversations: 10 },
+    ]);
+    expect(await collection.aggregate([{ $match: { userId: 12_345 } }, { $group: { _id: null, n: { $sum: 1 } } }]).toArray()).toEqual([]);
+    expect(await collection.aggregate([{ $match: { userId: 12_345 } }, { $count: 'n' }]).toArray()).toEqual([]);
+    expect(await collection.countDocuments({ userId: 12_345 })).toBe(0);
+  });
+
+  it('still reads the documents when the filter needs them, and counts what matches', async () => {
+    expect(await t.collection('large').countDocuments({ userId: 42, name: 'conversation 7' })).toBe(1);
+    expect(await aggregateStats([{ $match: { userId: 42, name: 'conversation 7' } }, { $count: 'n' }])).toMatchObject({
+      totalDocsExamined: PER_USER,
+    });
+    // Any other stage gets the pipeline as before: here a sum of a field.
+    expect(
+      await t
+        .collection('large')
+        .aggregate([{ $match: { userId: 42, id: { $lte: 3 } } }, { $group: { _id: 1, n: { $sum: '$id' } } }])
+        .toArray(),
+    ).toEqual([{ _id: 1, n: 6 }]);
+  });
+});

@@ -159,6 +159,39 @@ function pushDown(pipeline: Document[], hint: unknown, variables: Document | und
   return { spec: { filter, sort, skip, limit, hint, variables }, rest: pipeline.slice(at) };
 }
 
+/**
+ * When the stages after the pushed-down ones only count their input, the one document they answer
+ * for `n` matches (none for none, as a `$group` or `$count` of nothing): `{ $count: 'field' }`, or
+ * a `$group` with a constant `_id` and one `{ $sum: 1 }` (the drivers' `countDocuments`).
+ */
+function countOnly(rest: Document[]): ((n: number) => Document) | undefined {
+  if (rest.length !== 1) return undefined;
+  const stage = rest[0]!;
+  const keys = Object.keys(stage);
+  if (keys.length !== 1) return undefined;
+  if (keys[0] === '$count') {
+    const field = stage.$count;
+    // Anything else gets the stage's own checks and errors.
+    return typeof field === 'string' && /^[^$.]+$/.test(field) ? (n) => ({ [field]: n }) : undefined;
+  }
+  const group = stage.$group;
+  if (keys[0] !== '$group' || !isPlainObject(group) || !('_id' in group)) return undefined;
+  const fields = Object.keys(group).filter((key) => key !== '_id');
+  const id = group._id;
+  const constant = id === null || isNumber(id) || typeof id === 'boolean' || (typeof id === 'string' && !id.startsWith('$'));
+  if (!constant || fields.length !== 1) return undefined;
+  const field = fields[0]!;
+  const accumulator = group[field];
+  const countsOne =
+    isPlainObject(accumulator) &&
+    Object.keys(accumulator).length === 1 &&
+    isNumber(accumulator.$sum) &&
+    numberOf(accumulator.$sum) === 1 &&
+    // A name the stage refuses gets its error from the stage.
+    /^[^$.]+$/.test(field);
+  return countsOne ? (n) => ({ _id: id, [field]: n }) : undefined;
+}
+
 const AGGREGATE_FIELDS = [
   'aggregate',
   'pipeline',
@@ -216,10 +249,23 @@ const aggregate: CommandHandler = (engine, request) => {
 
   const collection = typeof target === 'string' ? request.collection(engine) : undefined;
   const { spec, rest } = pushDown(pipeline, request.body.hint, variables);
-  const execution = new FindExecution(collection, spec, rest.length > 0);
+  const counted = countOnly(rest);
+  const execution = new FindExecution(collection, spec, rest.length > 0 && !counted);
   if (explain) return explainAggregate(execution, spec, rest, ns, request.body);
   let source: DocumentSource;
-  if (rest.length === 0) {
+  if (counted) {
+    // As MongoDB does, when no stage needs a field: the matches are counted, from the index alone when its bounds are the whole filter.
+    const n = execution.count();
+    let done = n === 0;
+    source = {
+      next: () => {
+        if (done) return undefined;
+        done = true;
+        return asBuffer(BSON.serialize(counted(n)));
+      },
+      release: () => execution.release(),
+    };
+  } else if (rest.length === 0) {
     source = { next: () => execution.next()?.raw, release: () => execution.release() };
   } else {
     const input: Document[] = [];
@@ -261,16 +307,34 @@ function writeOut(engine: Engine, db: string, target: unknown, results: Document
   );
 }
 
-function explainAggregate(execution: FindExecution, spec: FindSpec, rest: Document[], ns: string, command: Document): Document {
+/** With `executionStats` (or `allPlansExecution`), the pushed-down stages run as the aggregate would run them, and their figures are shown. */
+function explainAggregate(
+  execution: FindExecution,
+  spec: FindSpec,
+  rest: Document[],
+  ns: string,
+  command: Document,
+  verbosity = 'queryPlanner',
+): Document {
   const plan = execution.plan ? describePlan(execution.plan, spec.filter, spec.sort, spec.skip, spec.limit) : { stage: 'EOF' };
+  const queryPlanner = { namespace: ns, indexFilterSet: false, parsedQuery: spec.filter, winningPlan: plan, rejectedPlans: [] };
+  let executionStats: Document | undefined;
+  if (verbosity !== 'queryPlanner') {
+    const started = process.hrtime.bigint();
+    if (countOnly(rest)) execution.count();
+    else while (execution.next());
+    executionStats = {
+      executionSuccess: true,
+      nReturned: execution.stats.nReturned,
+      executionTimeMillis: Number((process.hrtime.bigint() - started) / 1_000_000n),
+      totalKeysExamined: execution.stats.keysExamined,
+      totalDocsExamined: execution.stats.docsExamined,
+      executionStages: plan,
+    };
+  }
   return {
     explainVersion: '1',
-    stages: [
-      {
-        $cursor: { queryPlanner: { namespace: ns, indexFilterSet: false, parsedQuery: spec.filter, winningPlan: plan, rejectedPlans: [] } },
-      },
-      ...rest,
-    ],
+    stages: [{ $cursor: { queryPlanner, ...(executionStats && { executionStats }) } }, ...rest],
     serverInfo: { version: SERVER_VERSION },
     command,
     ok: 1,
@@ -299,11 +363,12 @@ const explain: CommandHandler = (engine, request) => {
     const { spec, rest } = pushDown(pipeline, inner.hint, evaluateLet(inner.let));
     const collection = typeof inner.aggregate === 'string' ? innerRequest.collection(engine) : undefined;
     return explainAggregate(
-      new FindExecution(collection, spec, false),
+      new FindExecution(collection, spec, rest.length > 0 && !countOnly(rest)),
       spec,
       rest,
       typeof inner.aggregate === 'string' ? innerRequest.ns : `${request.db}.$cmd.aggregate`,
       inner,
+      verbosity,
     );
   }
   if (innerName !== 'find' && innerName !== 'count') throw refusal(ErrorCode.InvalidOptions, `explain of ${innerName}`);

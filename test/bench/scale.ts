@@ -1,0 +1,504 @@
+import { randomBytes } from 'node:crypto';
+
+import autocannon, { type Result } from 'autocannon';
+import { type Collection, MongoClient } from 'mongodb';
+
+import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
+import { connectAs, type Operation, type TestSocket } from '../support/websocket.js';
+import { conversationDocument, userDocument } from './dataset.js';
+import { median, type Sample } from './load.js';
+import { type Child, freePort, startGateway, startPeer, waitForHttp, waitForOutput } from './processes.js';
+import { atMost, formatTarget, type Ratio, summarizeRatio, type Target } from './report.js';
+import { call, type Scenario } from './scenarios.js';
+import { seedUsers } from './seed.js';
+import { type LiveServer, settledMemory, subscriptionsOn, summarize, untilRunning } from './subscriptions.js';
+
+/**
+ * The scale scenarios: how the cost of a request and of live updates grows with the data, on a
+ * database of their own (bulk-seeded through the driver, as the main data set is) and a gateway
+ * process of their own, with the WebSocket floor (`servers/websocket-floor.ts`) for the fan-out.
+ *
+ * - list: the REST list's CPU per request for a user with `largeList` conversations over a user
+ *   with 200 (each answers the newest 100);
+ * - load: the REST load's CPU per KiB of body for a conversation of `longConversation` messages
+ *   over one of 10;
+ * - idle: `sockets` idle WebSocket subscriptions (`quota`, all of one user) on one gateway
+ *   instance, and what they add to its RSS; then `writes` balance writes, each an event to all of
+ *   them, from the start of the write to its arrival at each subscriber, against the floor with as
+ *   many sockets.
+ *
+ * The REST cases run in interleaved rounds: in each, every case once (a fixed number of requests
+ * at 4 connections), the two sides of each ratio next to each other, swapped every other round. Then the gateway's subscriptions are opened and
+ * sent `rounds` blocks of writes, then the floor's (the client's file descriptors do not allow
+ * 2 × 10 000 sockets at once). A ratio is taken within each round (the fan-out's: of the two
+ * servers' blocks of the same number), and reported as its median and range.
+ */
+export interface ScaleSizes {
+  largeList: number;
+  longConversation: number;
+  sockets: number;
+  writes: number;
+  rounds: number;
+  seconds: number;
+}
+
+export const FULL_SCALE: ScaleSizes = { largeList: 100_000, longConversation: 10_000, sockets: 10_000, writes: 3, rounds: 3, seconds: 4 };
+/** `--quick`: a list of 20 000 conversations (100 000 take half a minute to seed), fewer writes, shorter rounds. */
+export const QUICK_SCALE: ScaleSizes = { ...FULL_SCALE, largeList: 20_000, writes: 2, rounds: 3, seconds: 2 };
+
+const SMALL_LIST = 200;
+const SHORT_CONVERSATION = 10;
+/** The users of the scale database. */
+const SMALL_LIST_USER = 1;
+const LARGE_LIST_USER = 2;
+const LOAD_USER = 3;
+const GATEWAY_SUBSCRIBER = 4;
+const FLOOR_SUBSCRIBER = 5;
+const SHORT_ID = 1;
+const LONG_ID = 2;
+/** The REST cases, as the report names them. */
+const CASES = ['list_small', 'list_large', 'load_short', 'load_long'] as const;
+type Case = (typeof CASES)[number];
+/**
+ * Every other round's order: the two sides of each ratio run next to each other, and swap places.
+ * A case that follows the long load pays for collecting its garbage (megabytes per answer): a
+ * rotated order made the small list follow it in every round, and cost it a third more than the large.
+ */
+const SWAPPED: readonly Case[] = ['list_large', 'list_small', 'load_long', 'load_short'];
+const OPENING_IN_PARALLEL = 100;
+const CASE_CONNECTIONS = 4;
+/**
+ * An instance holds 10 000 connections at once (`HTTP_SERVER_LIMITS.maxConnections`,
+ * `src/limits.ts`), its HTTP ones included: the gateway's subscriptions share this many sockets
+ * (the first few carry two), leaving room for the scenario's requests to `/readyz` and `/metrics`.
+ */
+const GATEWAY_SOCKETS_AT_MOST = 9_900;
+const METRICS_TOKEN = 'bench-metrics-token-0123456789';
+const QUOTA_QUERY = 'subscription { quota }';
+
+export interface CaseFigures {
+  /** Median over the rounds, then each round's. */
+  server_cpu_us: number;
+  /** The embedded engine's CPU per request, when the benchmark runs it. */
+  db_cpu_us: number;
+  rps: number;
+  /** The body of one answer, in bytes. */
+  body_bytes: number;
+  per_round: Sample[];
+}
+
+export interface FanOutFigures {
+  sockets: number;
+  /** RSS when idle before the sockets were opened and once they are all open and idle (first round). */
+  rss_mb_before: number;
+  rss_mb_after: number;
+  rss_growth_mb: number;
+  heap_growth_mb: number;
+  /** Write-to-event latencies at every subscriber, all rounds together, and each round's p99. */
+  events: number;
+  p50_ms: number;
+  p99_ms: number;
+  max_ms: number;
+  p99_ms_per_round: number[];
+}
+
+export interface ScaleReport {
+  sizes: ScaleSizes;
+  cases: Record<Case, CaseFigures>;
+  ratios: {
+    list_cpu_large_vs_small: Ratio;
+    /** The same for the database's CPU (no goal: it shows whether the engine's read grows with the data). */
+    list_db_cpu_large_vs_small: Ratio;
+    load_cpu_per_kib_long_vs_short: Ratio;
+    fanout_p99_gateway_vs_floor: Ratio;
+  };
+  fanout: { gateway: FanOutFigures; floor: FanOutFigures };
+}
+
+export async function measureScale(
+  databaseUri: string,
+  options: { sizes: ScaleSizes; engine?: Child; nodeOptions(name: string): string[]; log(message: string): void },
+): Promise<ScaleReport> {
+  const { sizes, log } = options;
+  const jwtSecret = randomBytes(24).toString('base64url');
+  const children: Child[] = [];
+  const client = await MongoClient.connect(databaseUri);
+  const db = client.db();
+  const sockets: TestSocket[] = [];
+  try {
+    const gatewayPort = await freePort();
+    const base = `http://127.0.0.1:${gatewayPort}`;
+    // The gateway creates the indexes before anything is seeded, as for the main data set.
+    const gateway = startGateway('scale gateway', {
+      port: gatewayPort,
+      uri: databaseUri,
+      jwtSecret,
+      nodeOptions: options.nodeOptions('scale-gateway'),
+    });
+    children.push(gateway);
+    // The subscriptions on an instance of their own: its memory and connections are theirs alone.
+    const livePort = await freePort();
+    const liveBase = `http://127.0.0.1:${livePort}`;
+    const liveGateway = startGateway(
+      'scale subscriptions gateway',
+      { port: livePort, uri: databaseUri, jwtSecret, nodeOptions: options.nodeOptions('scale-subscriptions') },
+      { METRICS_TOKEN, SUBSCRIPTIONS_PER_CALLER: '1000000', LIVE_CONNECTIONS_PER_CALLER: '1000000', WEBSOCKETS_PER_ADDRESS: '1000000' },
+    );
+    children.push(liveGateway);
+    const floorPort = await freePort();
+    const floorBase = `http://127.0.0.1:${floorPort}`;
+    const floor = startPeer('websocket_floor', {
+      port: floorPort,
+      uri: databaseUri,
+      jwtSecret,
+      nodeOptions: options.nodeOptions('scale-websocket_floor'),
+    });
+    children.push(floor);
+    await waitForHttp(gateway, `${base}/healthz`);
+    await waitForHttp(liveGateway, `${liveBase}/healthz`);
+    await waitForOutput(floor, /listening/);
+
+    const started = Date.now();
+    await seed(db, sizes);
+    log(
+      `scale: seeded users of ${SMALL_LIST} and ${sizes.largeList} conversations, conversations of ${SHORT_CONVERSATION} and ${sizes.longConversation} messages in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
+
+    const token = (userId: number) => signAccessToken(secretKey(jwtSecret), userId);
+    const rest = (name: 'rest_list' | 'rest_load', path: string, bearer: string): Scenario => ({
+      name,
+      target: 'gateway',
+      method: 'GET',
+      path,
+      headers: { authorization: `Bearer ${bearer}` },
+    });
+    const loadToken = await token(LOAD_USER);
+    const scenarios: Record<Case, Scenario> = {
+      list_small: rest('rest_list', '/conversation/list', await token(SMALL_LIST_USER)),
+      list_large: rest('rest_list', '/conversation/list', await token(LARGE_LIST_USER)),
+      load_short: rest('rest_load', `/conversation/load?id=${SHORT_ID}`, loadToken),
+      load_long: rest('rest_load', `/conversation/load?id=${LONG_ID}`, loadToken),
+    };
+    const bodyBytes = await checkScaleAnswers(base, scenarios, sizes);
+
+    const gatewayLive: LiveServer = {
+      base: liveBase,
+      child: liveGateway,
+      userOffset: 0,
+      transport: 'websocket',
+      heapUsed: async () => heapFromMetrics(liveBase),
+    };
+    const floorLive: LiveServer = {
+      base: floorBase,
+      child: floor,
+      userOffset: 0,
+      transport: 'websocket',
+      heapUsed: async () => ((await (await fetch(`${floorBase}/readyz`)).json()) as { heapUsed: number }).heapUsed,
+    };
+    const users = db.collection('users');
+    const fanOut = {
+      gateway: {
+        server: gatewayLive,
+        user: GATEWAY_SUBSCRIBER,
+        token: await token(GATEWAY_SUBSCRIBER),
+        sockets: Math.min(sizes.sockets, GATEWAY_SOCKETS_AT_MOST),
+      },
+      floor: { server: floorLive, user: FLOOR_SUBSCRIBER, token: await token(FLOOR_SUBSCRIBER), sockets: sizes.sockets },
+    };
+    // Every path of both servers compiled before anything is measured; the memory's "before" after that.
+    for (const name of ['gateway', 'floor'] as const) {
+      const { server: live, user, token: bearer } = fanOut[name];
+      const opened = await openSubscriptions(live, bearer, 1, 1, sockets);
+      await write(users, user, opened);
+      await closeSubscriptions(live, sockets);
+    }
+    // Each case sends a fixed number of requests, all answered before its CPU time is read (a
+    // timed run would leave a long load's last answers to the next case's figures): about
+    // `seconds` worth at the rate its warm-up reached, in whole rounds of the connections.
+    // The two lists send as many requests as each other, so that a run's fixed costs weigh alike on both.
+    const amounts = {} as Record<Case, number>;
+    for (const pass of [0, 1]) {
+      for (const name of CASES) {
+        const started = performance.now();
+        await send(base, scenarios[name], CASE_CONNECTIONS * 4);
+        const rps = (CASE_CONNECTIONS * 4) / ((performance.now() - started) / 1000);
+        if (pass === 1)
+          amounts[name] = CASE_CONNECTIONS * Math.max(4, Math.min(4_000, Math.round((rps * sizes.seconds) / CASE_CONNECTIONS)));
+      }
+    }
+    amounts.list_small = amounts.list_large = Math.max(amounts.list_small, amounts.list_large);
+
+    const samples = Object.fromEntries(CASES.map((name) => [name, [] as Sample[]])) as Record<Case, Sample[]>;
+    const delays = { gateway: [] as number[][], floor: [] as number[][] };
+    const memory = {} as Record<'gateway' | 'floor', { before: { rss: number; heap: number }; after: { rss: number; heap: number } }>;
+    for (let round = 0; round < sizes.rounds; round++) {
+      log(`scale: round ${round + 1} of ${sizes.rounds}`);
+      for (const name of round % 2 === 0 ? CASES : SWAPPED) {
+        const before = [gateway.cpuSeconds(), options.engine?.cpuSeconds() ?? Number.NaN] as const;
+        const started = performance.now();
+        await send(base, scenarios[name], amounts[name]);
+        const elapsed = (performance.now() - started) / 1000;
+        const perRequest = (after: number, from: number) => ((after - from) / amounts[name]) * 1e6;
+        samples[name].push({
+          rps: amounts[name] / elapsed,
+          p50_ms: Number.NaN,
+          p99_ms: Number.NaN,
+          requests: amounts[name],
+          server_cpu_us: perRequest(gateway.cpuSeconds(), before[0]),
+          db_cpu_us: perRequest(options.engine?.cpuSeconds() ?? Number.NaN, before[1]),
+        });
+      }
+    }
+    // Opening 10 000 sockets takes a while on a busy machine: each server's are opened once, and
+    // sent `rounds` blocks of writes; round i's ratio pairs the two servers' i-th blocks.
+    for (const name of ['gateway', 'floor'] as const) {
+      const { server: live, user, token: bearer, sockets: socketCount } = fanOut[name];
+      log(`scale: ${sizes.sockets} subscriptions on ${socketCount} sockets of the ${name}`);
+      const before = await settledMemory(live);
+      const opened = await openSubscriptions(live, bearer, sizes.sockets, socketCount, sockets);
+      memory[name] = { before, after: await settledMemory(live) };
+      for (let round = 0; round < sizes.rounds; round++) {
+        const delaysOfRound: number[] = [];
+        for (let at = 0; at < sizes.writes; at++) delaysOfRound.push(...(await write(users, user, opened)));
+        delays[name].push(delaysOfRound);
+      }
+      await closeSubscriptions(live, sockets);
+    }
+
+    const cases = Object.fromEntries(CASES.map((name) => [name, caseFigures(samples[name], bodyBytes[name])])) as Record<Case, CaseFigures>;
+    return {
+      sizes,
+      cases,
+      ratios: scaleRatios(cases, delays),
+      fanout: {
+        gateway: fanOutFigures(sizes.sockets, memory.gateway, delays.gateway),
+        floor: fanOutFigures(sizes.sockets, memory.floor, delays.floor),
+      },
+    };
+  } finally {
+    for (const socket of sockets) socket.socket.terminate();
+    await Promise.all(children.map((child) => child.stop()));
+    await db.dropDatabase();
+    await client.close();
+  }
+}
+
+/**
+ * The growth ratios, each round's from that round's figures: CPU per request (the lists), CPU per
+ * KiB of body (the loads), and the fan-out's p99 (the gateway's block of writes over the floor's).
+ */
+export function scaleRatios(
+  cases: Record<Case, Pick<CaseFigures, 'per_round' | 'body_bytes'>>,
+  delays: { gateway: readonly number[][]; floor: readonly number[][] },
+): ScaleReport['ratios'] {
+  const rounds = Math.max(0, ...CASES.map((name) => cases[name].per_round.length), delays.gateway.length, delays.floor.length);
+  const cpu = (name: Case, round: number) => cases[name].per_round[round]?.server_cpu_us ?? Number.NaN;
+  const dbCpu = (name: Case, round: number) => cases[name].per_round[round]?.db_cpu_us ?? Number.NaN;
+  const perKib = (name: Case, round: number) => cpu(name, round) / (cases[name].body_bytes / 1024);
+  const p99 = (values: readonly number[] | undefined) => (values === undefined ? Number.NaN : summarize(0, 0, [...values]).p99_ms);
+  const perRound = (ratio: (round: number) => number) => summarizeRatio(Array.from({ length: rounds }, (_, round) => ratio(round)));
+  return {
+    list_cpu_large_vs_small: perRound((round) => cpu('list_large', round) / cpu('list_small', round)),
+    list_db_cpu_large_vs_small: perRound((round) => dbCpu('list_large', round) / dbCpu('list_small', round)),
+    load_cpu_per_kib_long_vs_short: perRound((round) => perKib('load_long', round) / perKib('load_short', round)),
+    fanout_p99_gateway_vs_floor: perRound((round) => p99(delays.gateway[round]) / p99(delays.floor[round])),
+  };
+}
+
+/**
+ * Users 1 and 2 with 200 and `largeList` conversations of the main data set's kind, user 3 with
+ * one conversation of 10 messages and one of `longConversation`, and the subscribers' users 4 and 5.
+ */
+async function seed(db: ReturnType<MongoClient['db']>, sizes: ScaleSizes): Promise<void> {
+  await seedUsers(db, [SMALL_LIST, sizes.largeList], SMALL_LIST_USER, LARGE_LIST_USER + 1);
+  await db
+    .collection('users')
+    .insertMany([userDocument(LOAD_USER, LONG_ID), userDocument(GATEWAY_SUBSCRIBER, 0), userDocument(FLOOR_SUBSCRIBER, 0)]);
+  await db
+    .collection('conversations')
+    .insertMany([
+      conversationDocument(LOAD_USER, SHORT_ID, SHORT_CONVERSATION),
+      conversationDocument(LOAD_USER, LONG_ID, sizes.longConversation),
+    ]);
+}
+
+/** Each case answers 200 with what it should (a page of 100; all the messages); returns each body's size in bytes. */
+async function checkScaleAnswers(base: string, scenarios: Record<Case, Scenario>, sizes: ScaleSizes): Promise<Record<Case, number>> {
+  const expected: Record<Case, number> = {
+    list_small: 100,
+    list_large: 100,
+    load_short: SHORT_CONVERSATION,
+    load_long: sizes.longConversation,
+  };
+  const bytes = {} as Record<Case, number>;
+  for (const name of CASES) {
+    const answer = await call(base, scenarios[name]);
+    if (answer.status !== 200) throw new Error(`scale ${name} answered ${answer.status}: ${answer.text.slice(0, 300)}`);
+    const body = JSON.parse(answer.text) as { data?: unknown };
+    const items = itemCount(name, body);
+    if (items !== expected[name]) throw new Error(`scale ${name}: ${items} items in the answer, expected ${expected[name]}`);
+    bytes[name] = Buffer.byteLength(answer.text);
+  }
+  return bytes;
+}
+
+/** The conversations of a list body, or the messages of a load body. */
+function itemCount(name: Case, body: unknown): number {
+  const data = (body as { data?: unknown }).data;
+  if (name.startsWith('list')) return Array.isArray(data) ? data.length : Number.NaN;
+  const messages = (data as { message?: unknown } | undefined)?.message;
+  return Array.isArray(messages) ? messages.length : Number.NaN;
+}
+
+async function heapFromMetrics(base: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
+  const line = text.split('\n').find((candidate) => candidate.startsWith('nodejs_heap_size_used_bytes '));
+  return Number(line?.split(' ')[1]);
+}
+
+/**
+ * Opens `socketCount` sockets to `server` with `count` `quota` subscriptions among them (one each,
+ * the first sockets two when there are more subscriptions than sockets), and takes each one's first
+ * event (the balance as it is).
+ */
+async function openSubscriptions(
+  server: LiveServer,
+  bearer: string,
+  count: number,
+  socketCount: number,
+  sockets: TestSocket[],
+): Promise<Operation[]> {
+  const running = await subscriptionsOn(server.base);
+  const operations: Operation[] = [];
+  const opened: TestSocket[] = [];
+  const connect = async () => {
+    const socket = await connectAs(server.base, `Bearer ${bearer}`).catch((error: unknown) => {
+      const output = server.child.output().slice(-2_000);
+      throw new Error(`${server.child.name}: opening socket ${opened.length + 1} of ${socketCount} failed: ${String(error)}\n${output}`);
+    });
+    sockets.push(socket);
+    opened.push(socket);
+    return socket.subscribe(QUOTA_QUERY);
+  };
+  for (let at = 0; at < socketCount; at += OPENING_IN_PARALLEL) {
+    operations.push(...(await Promise.all(Array.from({ length: Math.min(OPENING_IN_PARALLEL, socketCount - at) }, connect))));
+  }
+  for (let at = 0; operations.length < count; at++) operations.push(opened[at]!.subscribe(QUOTA_QUERY));
+  await untilRunning(server.base, running + count);
+  for (const operation of operations) await operation.next(60_000);
+  return operations;
+}
+
+async function closeSubscriptions(server: LiveServer, sockets: TestSocket[]): Promise<void> {
+  await Promise.all(sockets.splice(0).map((socket) => socket.close()));
+  await untilRunning(server.base, 0);
+}
+
+/**
+ * Sends `amount` requests of one scenario at `CASE_CONNECTIONS` keep-alive connections; any error or
+ * non-2xx answer fails the run. Fewer connections than the other scenarios' 16, and a longer timeout:
+ * 16 answers of 2 MiB at once on a busy machine wait for each other past 10 s.
+ */
+async function send(base: string, scenario: Scenario, amount: number): Promise<void> {
+  const result = await new Promise<Result>((resolve, reject) => {
+    autocannon(
+      { url: `${base}${scenario.path}`, connections: CASE_CONNECTIONS, amount, headers: scenario.headers, timeout: 60 },
+      (error, finished) => (error ? reject(error) : resolve(finished)),
+    );
+  });
+  if (result.errors > 0 || result.non2xx > 0) {
+    throw new Error(`scale ${scenario.path}: ${result.errors} errors, ${result.non2xx} non-2xx answers of ${amount}`);
+  }
+}
+
+/** One balance write, straight to the database; the delay from its start to the event at each subscriber. */
+async function write(users: Collection, user: number, subscribers: readonly Operation[]): Promise<number[]> {
+  const started = performance.now();
+  await users.updateOne({ id: user }, { $inc: { balanceMicros: 1_000_000 } });
+  const arrivals = await Promise.all(subscribers.map((subscriber) => subscriber.nextTimed(60_000)));
+  return arrivals.map(({ receivedAt }) => receivedAt - started);
+}
+
+function caseFigures(samples: Sample[], bodyBytes: number): CaseFigures {
+  return {
+    server_cpu_us: median(samples.map((sample) => sample.server_cpu_us ?? Number.NaN)),
+    db_cpu_us: median(samples.map((sample) => sample.db_cpu_us ?? Number.NaN)),
+    rps: median(samples.map((sample) => sample.rps)),
+    body_bytes: bodyBytes,
+    per_round: samples,
+  };
+}
+
+function fanOutFigures(
+  sockets: number,
+  memory: { before: { rss: number; heap: number }; after: { rss: number; heap: number } },
+  rounds: number[][],
+): FanOutFigures {
+  const all = summarize(sockets, 0, rounds.flat());
+  const megabytes = (bytes: number) => bytes / 2 ** 20;
+  return {
+    sockets,
+    rss_mb_before: megabytes(memory.before.rss),
+    rss_mb_after: megabytes(memory.after.rss),
+    rss_growth_mb: megabytes(memory.after.rss - memory.before.rss),
+    heap_growth_mb: megabytes(memory.after.heap - memory.before.heap),
+    events: all.events,
+    p50_ms: all.p50_ms,
+    p99_ms: all.p99_ms,
+    max_ms: all.max_ms,
+    p99_ms_per_round: rounds.map((values) => summarize(0, 0, values).p99_ms),
+  };
+}
+
+/** The scale goals: ratios judged on their median over the rounds, with their range. */
+export function scaleTargets(report: ScaleReport): Target[] {
+  const { ratios, fanout, sizes } = report;
+  const ratioAtMost = (name: string, ratio: Ratio, goal: number): Target => ({
+    ...atMost(name, ratio.median, goal),
+    range: { min: ratio.min, max: ratio.max, rounds: ratio.per_round.filter((value) => Number.isFinite(value)).length },
+  });
+  return [
+    ratioAtMost(`scale: REST list CPU/request, ${sizes.largeList} conversations / ${SMALL_LIST}`, ratios.list_cpu_large_vs_small, 1.1),
+    ratioAtMost(
+      `scale: REST load CPU per KiB, ${sizes.longConversation} messages / ${SHORT_CONVERSATION}`,
+      ratios.load_cpu_per_kib_long_vs_short,
+      1.2,
+    ),
+    atMost(`scale: gateway RSS growth with ${sizes.sockets} idle WebSocket subscriptions (MB)`, fanout.gateway.rss_growth_mb, 150),
+    ratioAtMost(
+      `scale: one event to ${sizes.sockets} WebSocket subscriptions, p99 / the floor's with as many sockets`,
+      ratios.fanout_p99_gateway_vs_floor,
+      1.2,
+    ),
+  ];
+}
+
+export function formatScaleReport(report: ScaleReport): string {
+  const { cases, ratios, fanout, sizes } = report;
+  const fixed = (value: number, digits: number) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
+  const ratioCell = (ratio: Ratio) => `${fixed(ratio.median, 2)} (${fixed(ratio.min, 2)}–${fixed(ratio.max, 2)})`;
+  const caseRow = (name: Case) => {
+    const figures = cases[name];
+    const perKib = figures.server_cpu_us / (figures.body_bytes / 1024);
+    return `  ${name.padEnd(11)} ${fixed(figures.rps, 0).padStart(7)} req/s   cpu ${fixed(figures.server_cpu_us, 0).padStart(7)} µs/req (db ${fixed(figures.db_cpu_us, 0).padStart(6)})   body ${fixed(figures.body_bytes / 1024, 1).padStart(8)} KiB   ${fixed(perKib, 1).padStart(7)} µs/KiB`;
+  };
+  const fanRow = (name: 'gateway' | 'floor') => {
+    const figures = fanout[name];
+    return (
+      `  ${name.padEnd(8)} ${figures.sockets} idle sockets: RSS ${fixed(figures.rss_mb_before, 0)} → ${fixed(figures.rss_mb_after, 0)} MB (+${fixed(figures.rss_growth_mb, 1)} MB, heap +${fixed(figures.heap_growth_mb, 1)} MB); ` +
+      `${figures.events} events: p50 ${fixed(figures.p50_ms, 1)} ms, p99 ${fixed(figures.p99_ms, 1)} ms (rounds: ${figures.p99_ms_per_round.map((value) => fixed(value, 1)).join(', ')}), max ${fixed(figures.max_ms, 1)} ms`
+    );
+  };
+  return [
+    `scale (${sizes.rounds} interleaved rounds, ${sizes.seconds} s per REST case, ${sizes.writes} writes per round to ${sizes.sockets} subscribers; medians of the rounds):`,
+    ...CASES.map(caseRow),
+    ...(['gateway', 'floor'] as const).map(fanRow),
+    '  growth, each ratio taken within one round: median (min–max)',
+    `    REST list CPU/request, ${sizes.largeList} conversations / ${SMALL_LIST}          ${ratioCell(ratios.list_cpu_large_vs_small)}`,
+    `    the database's CPU/request for the same lists                    ${ratioCell(ratios.list_db_cpu_large_vs_small)}`,
+    `    REST load CPU per KiB, ${sizes.longConversation} messages / ${SHORT_CONVERSATION}                ${ratioCell(ratios.load_cpu_per_kib_long_vs_short)}`,
+    `    one event to ${sizes.sockets} subscriptions, p99 gateway / floor   ${ratioCell(ratios.fanout_p99_gateway_vs_floor)}`,
+    'targets:',
+    ...scaleTargets(report).map(formatTarget),
+  ].join('\n');
+}
