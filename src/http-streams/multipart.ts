@@ -5,6 +5,7 @@ import type { RequestHandler } from 'express';
 import { callerOf } from '../auth/require-caller.js';
 import { requestIdOf } from '../observability/request-log.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
+import { answerText } from '../operations/shared-executions.js';
 import { type LiveResults, SubscriptionFailure } from '../operations/subscriptions.js';
 import { addressKey } from '../security/rate-limit.js';
 import { isRecord } from '../shared/is-record.js';
@@ -24,8 +25,24 @@ export const HEARTBEAT_MS = 5_000;
 const DELIMITER = `\r\n--${BOUNDARY}`;
 const CLOSE = '--\r\n';
 
+/** One part of the multipart body (a JSON text), with the delimiter after it. */
+const partOf = (json: string) => `\r\ncontent-type: application/json; charset=utf-8\r\n\r\n${json}${DELIMITER}`;
 /** One part of the multipart body (a JSON value), with the delimiter after it. */
-const part = (body: unknown) => `\r\ncontent-type: application/json; charset=utf-8\r\n\r\n${JSON.stringify(body)}${DELIMITER}`;
+const part = (body: unknown) => partOf(JSON.stringify(body));
+
+/** The part of each answer made so far, for as long as the answer lives. */
+const answerParts = new WeakMap<object, string>();
+
+/**
+ * The part of an answer, `{"payload":…}`: made once for every stream that shares the answer
+ * (one object for all of them), its JSON the answer's shared text (`answerText`); the same bytes
+ * as `part({ payload: answer })`.
+ */
+function answerPart(answer: object): string {
+  let text = answerParts.get(answer);
+  if (text === undefined) answerParts.set(answer, (text = partOf(`{"payload":${answerText(answer)}}`)));
+  return text;
+}
 
 /**
  * Whether a request asks for Apollo's multipart HTTP subscriptions: its `Accept` offers
@@ -107,7 +124,7 @@ export function multipartSubscriptions(pipeline: OperationPipeline, streams: Str
 async function writeEach(results: LiveResults, stream: StreamedResponse): Promise<void> {
   try {
     for (let next = await results.next(); !next.done; next = await results.next()) {
-      if (!stream.write(part({ payload: next.value }))) break;
+      if (!stream.write(answerPart(next.value))) break;
     }
   } catch (error) {
     if (!(error instanceof SubscriptionFailure)) throw error;
