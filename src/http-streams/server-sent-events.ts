@@ -129,7 +129,8 @@ export function serverSentEvents(pipeline: OperationPipeline, streams: StreamedR
         return answer(response, body, init);
       }
       door.stream = streams.track(response, connection, (ended) => ended.end());
-      await writeStream(body, init, door.stream);
+      // Returned, not awaited: this frame (the request, its body, the handler's answer) is let go while the stream lives.
+      return writeStream(body, init, door.stream);
     },
     close() {
       reservations.close();
@@ -339,7 +340,7 @@ class Reservation implements ConnectionEnds {
     this.connection.watch(request.socket);
     this.stream = streams.track(response, this.connection, (ended) => ended.end());
     this.connection.take();
-    await writeStream(body, init, this.stream);
+    return writeStream(body, init, this.stream);
   }
 
   expired(connection: LiveConnection): void {
