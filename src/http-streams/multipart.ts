@@ -4,6 +4,7 @@ import type { RequestHandler } from 'express';
 
 import { callerOf } from '../auth/require-caller.js';
 import { requestIdOf } from '../observability/request-log.js';
+import type { ConnectionEnds, LiveConnection } from '../operations/live-connections.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
 import { answerText } from '../operations/shared-executions.js';
 import { type LiveResults, SubscriptionFailure } from '../operations/subscriptions.js';
@@ -93,18 +94,9 @@ export function multipartSubscriptions(pipeline: OperationPipeline, streams: Str
     await pipeline.admission.admit({ caller, door: subscription === undefined ? 'graphql' : 'multipart', requestId });
     if (subscription === undefined) return next();
     const { connections } = pipeline;
-    const connection = connections.connect(
-      'multipart',
-      addressKey(request.ip),
-      {
-        expired: (live) => live.failEach(live.expiredErrors),
-        // Not yet subscribed: the door sees the server closing once it is, and completes the stream then.
-        stopping: (live) => (live.isIdle ? response.headersSent && stream.finish() : live.completeEach()),
-        cut: () => stream.cut(),
-      },
-      { caller, socket: request.socket },
-    );
-    const stream = streams.track(response, connection, finish);
+    const ends = new MultipartEnds();
+    const connection = connections.connect('multipart', addressKey(request.ip), ends, { caller, socket: request.socket });
+    const stream = (ends.stream = streams.track(response, connection, finish));
     const answer = await pipeline.subscribe(subscription, { caller, door: 'multipart', requestId });
     if (!connection.isOpen || connections.isClosing) {
       if (!('refused' in answer)) await answer.return();
@@ -136,6 +128,25 @@ async function writeEach(results: LiveResults, stream: StreamedResponse): Promis
   } finally {
     await results.return();
     stream.finish();
+  }
+}
+
+/** How the live connections end a multipart stream: one small object for each, rather than closures over the route's frame. */
+class MultipartEnds implements ConnectionEnds {
+  stream!: StreamedResponse;
+
+  expired(connection: LiveConnection): void {
+    connection.failEach(connection.expiredErrors);
+  }
+
+  stopping(connection: LiveConnection): void {
+    // Not yet subscribed: the door sees the server closing once it is, and completes the stream then.
+    if (!connection.isIdle) connection.completeEach();
+    else if (this.stream.response.headersSent) this.stream.finish();
+  }
+
+  cut(): void {
+    this.stream.cut();
   }
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 
 import type { Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from 'express';
 import {
@@ -110,18 +111,8 @@ export function serverSentEvents(pipeline: OperationPipeline, streams: StreamedR
         if (reserved === undefined) return void (await body.return());
         return reserved.connect(body, init, request, response, streams);
       }
-      // The stream is made once the handler answered; until then, cutting the connection cuts its socket.
-      const door: { stream?: StreamedResponse } = {};
-      const connection = pipeline.connections.connect(
-        'sse',
-        address,
-        {
-          expired: (live) => live.failEach(live.expiredErrors),
-          stopping: (live) => live.completeEach(),
-          cut: () => (door.stream ? door.stream.cut() : request.socket.destroy()),
-        },
-        { caller, socket: request.socket },
-      );
+      const door = new DistinctStreamEnds(request.socket);
+      const connection = pipeline.connections.connect('sse', address, door, { caller, socket: request.socket });
       context.connection = connection;
       const [body, init] = await handler(sse);
       if (body === null || typeof body === 'string') {
@@ -136,6 +127,30 @@ export function serverSentEvents(pipeline: OperationPipeline, streams: StreamedR
       reservations.close();
     },
   };
+}
+
+/**
+ * How the live connections end a stream of distinct connections: one small object for each,
+ * rather than closures over the route's frame. The stream is made once the handler answered;
+ * until then, cutting the connection cuts its socket.
+ */
+class DistinctStreamEnds implements ConnectionEnds {
+  stream: StreamedResponse | undefined;
+
+  constructor(private readonly socket: Socket) {}
+
+  expired(connection: LiveConnection): void {
+    connection.failEach(connection.expiredErrors);
+  }
+
+  stopping(connection: LiveConnection): void {
+    connection.completeEach();
+  }
+
+  cut(): void {
+    if (this.stream) this.stream.cut();
+    else this.socket.destroy();
+  }
 }
 
 /** Answers a request the handler answered in one piece. */
