@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 
 import type { Request as ExpressRequest, Response as ExpressResponse } from 'express';
 import {
@@ -20,6 +21,7 @@ import { SSE_PATH } from '../http/route-paths.js';
 import { requestIdOf } from '../observability/request-log.js';
 import type { ConnectionEnds, LiveConnection } from '../operations/live-connections.js';
 import type { OperationPipeline } from '../operations/pipeline.js';
+import { answerText } from '../operations/shared-executions.js';
 import { answerOnce, type SubscribeRequest } from '../operations/subscriptions.js';
 import { addressKey } from '../security/rate-limit.js';
 import { isRecord } from '../shared/is-record.js';
@@ -81,6 +83,8 @@ export function serverSentEvents(pipeline: OperationPipeline, streams: StreamedR
       // graphql-sse types results as graphql-js's; these are formatted already, and it writes each as JSON.
       return results as unknown as AsyncGenerator<ExecutionResult>;
     },
+    // Each answer's JSON text is made once for the streams that share it (see `SharedPayloads`).
+    onNext: (_context, request, result) => standIn(request.context.connection, result),
   });
   const reservations = new Reservations(handler, clock);
   return {
@@ -108,18 +112,8 @@ export function serverSentEvents(pipeline: OperationPipeline, streams: StreamedR
         if (reserved === undefined) return void (await body.return());
         return reserved.connect(body, init, request, response, streams);
       }
-      // The stream is made once the handler answered; until then, cutting the connection cuts its socket.
-      const door: { stream?: StreamedResponse } = {};
-      const connection = pipeline.connections.connect(
-        'sse',
-        address,
-        {
-          expired: (live) => live.failEach(live.expiredErrors),
-          stopping: (live) => live.completeEach(),
-          cut: () => (door.stream ? door.stream.cut() : request.socket.destroy()),
-        },
-        { caller, socket: request.socket },
-      );
+      const door = new DistinctStreamEnds(request.socket);
+      const connection = pipeline.connections.connect('sse', address, door, { caller, socket: request.socket });
       context.connection = connection;
       const [body, init] = await handler(sse);
       if (body === null || typeof body === 'string') {
@@ -127,12 +121,37 @@ export function serverSentEvents(pipeline: OperationPipeline, streams: StreamedR
         return answer(response, body, init);
       }
       door.stream = streams.track(response, connection, (ended) => ended.end());
-      await writeStream(body, init, door.stream);
+      // Returned, not awaited: this frame (the request, its body, the handler's answer) is let go while the stream lives.
+      return writeStream(body, init, door.stream);
     }),
     close() {
       reservations.close();
     },
   };
+}
+
+/**
+ * How the live connections end a stream of distinct connections: one small object for each,
+ * rather than closures over the route's frame. The stream is made once the handler answered;
+ * until then, cutting the connection cuts its socket.
+ */
+class DistinctStreamEnds implements ConnectionEnds {
+  stream: StreamedResponse | undefined;
+
+  constructor(private readonly socket: Socket) {}
+
+  expired(connection: LiveConnection): void {
+    connection.failEach(connection.expiredErrors);
+  }
+
+  stopping(connection: LiveConnection): void {
+    connection.completeEach();
+  }
+
+  cut(): void {
+    if (this.stream) this.stream.cut();
+    else this.socket.destroy();
+  }
 }
 
 /** Answers a request the handler answered in one piece. */
@@ -159,12 +178,79 @@ async function writeStream(body: SseBody, init: ResponseInit, stream: StreamedRe
     for await (const message of body) {
       // graphql-sse's keep-alive comment (every 12 s), written as every door's keep-alive is.
       if (message === KEEP_ALIVE) stream.keepAlive(message);
-      else if (!stream.write(message)) break;
+      else if (!stream.write(withSharedPayload(message, connection))) break;
     }
   } finally {
     stream.finish();
     await body.return();
   }
+}
+
+/**
+ * The answers a stream's `next` events carry, each by the number graphql-sse writes in its place.
+ *
+ * graphql-sse writes each event as `event: next\ndata: ${JSON.stringify(data)}\n\n`, `data`
+ * being the answer (distinct connections) or `{id, payload: answer}` (a single connection): a
+ * serialisation per stream of an answer many streams share, with no hook over that text. Its
+ * `onNext` hook may replace the answer, though: with a number (`standIn`), which serialises as
+ * its digits, and which no answer can be (an answer is an object). The door writes the stream's
+ * events itself, and puts the answer's shared text (`answerText`) back in the number's place
+ * (`withSharedPayload`): the frame is byte for byte graphql-sse's own.
+ */
+class SharedPayloads {
+  private readonly byNumber = new Map<number, object>();
+  private numbered = 0;
+
+  hold(answer: object): number {
+    this.numbered += 1;
+    this.byNumber.set(this.numbered, answer);
+    return this.numbered;
+  }
+
+  take(number: number): object | undefined {
+    const answer = this.byNumber.get(number);
+    this.byNumber.delete(number);
+    return answer;
+  }
+}
+
+/** The answers each stream's events wait to carry, for as long as its connection lives. */
+const sharedPayloads = new WeakMap<LiveConnection, SharedPayloads>();
+
+/** What graphql-sse's `onNext` sends in an answer's place: a number that stands for it in its stream (see `SharedPayloads`). */
+function standIn(connection: LiveConnection | undefined, answer: unknown): ExecutionResult | undefined {
+  if (connection === undefined || typeof answer !== 'object' || answer === null) return undefined;
+  let payloads = sharedPayloads.get(connection);
+  if (payloads === undefined) sharedPayloads.set(connection, (payloads = new SharedPayloads()));
+  // graphql-sse takes any value as the replacement result, and writes it as JSON.
+  return payloads.hold(answer) as unknown as ExecutionResult;
+}
+
+/** An event of distinct connections with a stand-in for its answer: `event: next\ndata: 7\n\n`. */
+const DISTINCT_STAND_IN = /^event: next\ndata: (\d+)\n\n$/;
+/** An event of a single connection with a stand-in for its answer: `event: next\ndata: {"id":…,"payload":7}\n\n`. */
+const SINGLE_STAND_IN = /^(event: next\ndata: \{"id":.*,"payload":)(\d+)\}\n\n$/s;
+
+/** The event graphql-sse made, with the answer's shared text in place of its stand-in. */
+function withSharedPayload(message: string, connection: LiveConnection): string {
+  const payloads = sharedPayloads.get(connection);
+  if (payloads === undefined || !message.startsWith('event: next\n')) return message;
+  const distinct = DISTINCT_STAND_IN.exec(message);
+  if (distinct !== null) {
+    const answer = payloads.take(Number(distinct[1]));
+    return answer === undefined ? message : nextEvent(answer);
+  }
+  const single = SINGLE_STAND_IN.exec(message);
+  const answer = single === null ? undefined : payloads.take(Number(single[2]));
+  return answer === undefined ? message : `${single![1]}${answerText(answer)}}\n\n`;
+}
+
+/** The event of an answer over distinct connections: one text for every stream that shares the answer. */
+const nextEvents = new WeakMap<object, string>();
+function nextEvent(answer: object): string {
+  let event = nextEvents.get(answer);
+  if (event === undefined) nextEvents.set(answer, (event = `event: next\ndata: ${answerText(answer)}\n\n`));
+  return event;
 }
 
 /** graphql-sse's request, from Express's: the JSON body already read by the route's steps. */
@@ -270,7 +356,7 @@ class Reservation implements ConnectionEnds {
     this.connection.watch(request.socket);
     this.stream = streams.track(response, this.connection, (ended) => ended.end());
     this.connection.take();
-    await writeStream(body, init, this.stream);
+    return writeStream(body, init, this.stream);
   }
 
   expired(connection: LiveConnection): void {

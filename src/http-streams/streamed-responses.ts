@@ -21,16 +21,17 @@ export interface StreamedResponsesOptions {
 export class StreamedResponse {
   /** Why the server dropped it, if it did. */
   endedFor: 'unread data' | undefined;
-  private finishing: (() => void) | undefined;
+  /** How the stream ends cleanly (its protocol's last words, then the response's end), until it has or nothing more can be written. */
+  private finishing: ((response: ServerResponse) => void) | undefined;
 
   constructor(
     readonly response: ServerResponse,
     readonly connection: LiveConnection,
     private readonly maxBufferedBytes: number,
-    /** How the stream ends cleanly: its protocol's last words, then the response's end. */
     finish: (response: ServerResponse) => void,
   ) {
-    this.finishing = () => finish(response);
+    // The door's own function, shared by its streams: no closure of its own for each idle stream.
+    this.finishing = finish;
   }
 
   get closed(): Promise<void> {
@@ -73,7 +74,7 @@ export class StreamedResponse {
   finish(): void {
     const finishing = this.finishing;
     this.finishing = undefined;
-    if (finishing !== undefined && !this.response.destroyed && !this.response.writableEnded) finishing();
+    if (finishing !== undefined && !this.response.destroyed && !this.response.writableEnded) finishing(this.response);
   }
 
   /** Cuts the connection: the socket under it closes. */
@@ -114,7 +115,8 @@ export class StreamedResponses {
     response.shouldKeepAlive = false;
     this.open.add(stream);
     metrics.eventStreamOpened(transport);
-    response.once('close', () => connection.end());
+    // A response closes once: `on` rather than `once`, whose wrapper an idle stream would hold besides.
+    response.on('close', () => connection.end());
     void connection.closed.then(() => {
       this.open.delete(stream);
       metrics.eventStreamClosed(transport);

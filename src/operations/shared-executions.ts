@@ -43,3 +43,19 @@ export class SharedExecutions<Answer> {
     return result;
   }
 }
+
+/** The JSON text of each answer made so far, for as long as the answer lives (see `answerText`). */
+const answerTexts = new WeakMap<object, string>();
+
+/**
+ * The JSON text of an answer, made once for every subscription that shares it: an event's
+ * answer is one object for all of them (`SharedExecutions.run`), and each door writes this text
+ * into its own frame (graphql-ws's `next` message, graphql-sse's `next` event, a multipart part)
+ * where its library would have serialised the answer again for each subscriber. The text is
+ * `JSON.stringify(answer)`'s, so that each frame stays byte for byte what the library writes.
+ */
+export function answerText(answer: object): string {
+  let text = answerTexts.get(answer);
+  if (text === undefined) answerTexts.set(answer, (text = JSON.stringify(answer)));
+  return text;
+}

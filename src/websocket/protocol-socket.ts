@@ -2,6 +2,7 @@ import { CloseCode, type Server } from 'graphql-ws';
 import type { WebSocket } from 'ws';
 
 import type { Logger } from '../logger.js';
+import { answerText } from '../operations/shared-executions.js';
 
 /**
  * Hands a socket to graphql-ws's protocol server (`makeServer`), as graphql-ws's own binding for
@@ -20,7 +21,9 @@ export function openProtocol<E>(server: Server<E>, websocket: WebSocket, extra: 
       protocol: websocket.protocol,
       // Queued, not awaited: graphql-ws takes the next event at once, so what a client leaves unread
       // piles up on the socket, where the unsent-data bound drops it (see `boundedWebSocketClass`).
-      send: (data) => {
+      // The shared payload text is put back in the same step as graphql-ws's stringify (see `withHandedOverPayload`).
+      send: (text) => {
+        const data = withHandedOverPayload(text);
         if (websocket.readyState === websocket.OPEN) websocket.send(data);
       },
       close: (code, reason) => websocket.close(code, reason),
@@ -35,4 +38,52 @@ export function openProtocol<E>(server: Server<E>, websocket: WebSocket, extra: 
     extra,
   );
   websocket.once('close', (code, reason) => void closed(code, String(reason)));
+}
+
+/**
+ * The payload of the `next` message graphql-ws is serialising, taken out of its text by
+ * `nextPayloadReplacer` and not yet put back by the socket's `send`.
+ */
+let handedOver: string | undefined;
+/** The message `JSON.stringify` is serialising now: the value of the replacer's first call (key ''). */
+let serialising: unknown;
+/** How graphql-ws's text of a `next` message ends once its payload is left out: `{"id":…,"type":"next"}`. */
+const NEXT_WITHOUT_PAYLOAD = '"type":"next"}';
+
+/**
+ * graphql-ws's `jsonMessageReplacer`, so that the answer of an event is serialised once for every
+ * subscription that shares it rather than once per message: graphql-ws builds each message as
+ * `{id, type: 'next', payload}` and sends `JSON.stringify(message, replacer)`, its one hook
+ * over that text (`onNext` can only replace the payload object, which graphql-ws would
+ * serialise again). The replacer leaves the payload out, handing over its shared text
+ * (`answerText`), and the socket's `send` (`withHandedOverPayload`), which graphql-ws calls
+ * with that text in the same synchronous step (`socket.send(stringifyMessage(…))`), puts it
+ * back where graphql-ws writes it, last: the frame is byte for byte graphql-ws's own. Any other
+ * message, and anything inside one, is serialised as it is.
+ */
+export function nextPayloadReplacer(this: unknown, key: string, value: unknown): unknown {
+  if (key === '') serialising = value;
+  else if (key === 'payload' && this === serialising && isNextMessage(this) && typeof value === 'object' && value !== null) {
+    handedOver = answerText(value);
+    return undefined;
+  }
+  return value;
+}
+
+/** A `next` message as graphql-ws builds it: `id`, `type` and `payload`, in that order. */
+function isNextMessage(message: unknown): boolean {
+  if (typeof message !== 'object' || message === null || (message as { type?: unknown }).type !== 'next') return false;
+  const keys = Object.keys(message);
+  return keys.length === 3 && keys[0] === 'id' && keys[1] === 'type' && keys[2] === 'payload';
+}
+
+/** The text graphql-ws sends, with the payload `nextPayloadReplacer` took out of it put back. */
+function withHandedOverPayload(text: string): string {
+  const payload = handedOver;
+  handedOver = undefined;
+  serialising = undefined;
+  if (payload === undefined) return text;
+  // Never expected: graphql-ws would have sent something other than the message it serialised.
+  if (!text.endsWith(NEXT_WITHOUT_PAYLOAD)) throw new Error('a next message was sent without the payload it was serialised with');
+  return `${text.slice(0, -1)},"payload":${payload}}`;
 }

@@ -22,7 +22,7 @@ import { flatRequestId, type LiveResults, type Refusal, type Subscriber } from '
 import { checkOrigin } from '../security/cross-origin.js';
 import { addressKey, type RateLimits } from '../security/rate-limit.js';
 import { type BoundedWebSocket, boundedWebSocketClass } from './bounded-websocket.js';
-import { openProtocol } from './protocol-socket.js';
+import { nextPayloadReplacer, openProtocol } from './protocol-socket.js';
 import { SocketOperations } from './socket-operations.js';
 
 /** Subscriptions are served on the GraphQL endpoint itself: on exactly the requests HTTP routes there. */
@@ -232,6 +232,8 @@ function protocolOptions(server: SocketServer): ProtocolOptions {
     onOperation: (context, _id, payload) => operationOf(context, payload)?.running as AsyncGenerator<ExecutionResult> | undefined,
     // Answers come formatted from the pipeline, which counted them as sent.
     onNext: (_context, _id, _payload, _args, result) => result,
+    // Each answer's JSON text is made once for the subscriptions that share it, not once per message.
+    jsonMessageReplacer: nextPayloadReplacer,
     onError: (context, _id, payload, errors) => operationOf(context, payload)?.errorsToSend(errors, pipeline.format),
     onComplete: (context, _id, payload) => operationOf(context, payload)?.end(),
   };
