@@ -1,7 +1,7 @@
 import { createClient as createSseClient } from 'graphql-sse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { writtenBytes } from '../../src/operations/written-bytes.js';
+import { writtenBytes } from '../../src/shared/written-bytes.js';
 import type { RunningSidecar } from '../../src/rest/sidecar.js';
 import { Received, subscriptionsRunning } from '../subscriptions/helpers.js';
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
