@@ -8,7 +8,7 @@ import { describeMongodbUri } from '../db/uri.js';
 import { countLegacyRows } from '../import/chat-nio.js';
 import { dryRunTarget, type ImportTarget, storeTarget } from '../import/import-target.js';
 import { DEFAULT_BATCH_SIZE, DEFAULT_MAX_DATA_MIB, importChatNio, MAX_DATA_MIB, PROGRESS_EVERY } from '../import/importer.js';
-import { openLegacySource } from '../import/legacy-source.js';
+import { openLegacySource } from '../import/open-legacy-source.js';
 import { formatSummary, rowsLeftOut } from '../import/summary.js';
 import { InvalidInput } from '../invalid-input.js';
 import { createLogger } from '../logger.js';

@@ -1,7 +1,3 @@
-import { InvalidInput } from '../invalid-input.js';
-import { openMysqlSource } from './mysql-source.js';
-import { openSqliteSource } from './sqlite-source.js';
-
 /** One row as the driver gives it: column name → value. */
 export type Row = Record<string, unknown>;
 
@@ -17,11 +13,4 @@ export interface LegacySource {
   valueOf(column: string): string;
   rows(sql: string): AsyncIterable<Row>;
   close(): Promise<void>;
-}
-
-/** `mysql://…` (MySQL or MariaDB) or `sqlite:PATH`, as `--from` names them. */
-export async function openLegacySource(from: string): Promise<LegacySource> {
-  if (from.startsWith('sqlite:')) return openSqliteSource(from.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, ''));
-  if (/^(mysql|mariadb):\/\//.test(from)) return openMysqlSource(from);
-  throw new InvalidInput([`--from must be mysql://USER:PASSWORD@HOST:PORT/DATABASE or sqlite:PATH, not "${from}"`]);
 }

@@ -9,13 +9,8 @@ import type { SubscriptionTransport } from '../observability/labels.js';
 import { ENDED, PullStream } from '../shared/iteration.js';
 import { CredentialExpiries } from './credential-expiries.js';
 import type { ErrorFormat } from './format.js';
+import type { LiveConnectionLimits } from './subscription-caps.js';
 import { type LiveResults, SubscriptionFailure } from './subscriptions.js';
-
-/** Live connections one caller, and one client address, may hold open at once, every transport counted together. */
-export interface LiveConnectionLimits {
-  perCaller: number;
-  perAddress: number;
-}
 
 /** What a door does when the connection ends its client's stream or socket, in its protocol's words. */
 export interface ConnectionEnds {

@@ -1,5 +1,11 @@
 import { tooManySubscriptions } from '../errors.js';
 
+/** Live connections one caller, and one client address, may hold open at once, every transport counted together. */
+export interface LiveConnectionLimits {
+  perCaller: number;
+  perAddress: number;
+}
+
 /** Subscriptions each caller holds, over every transport to this process, within a cap. */
 export class CallerSubscriptions {
   private readonly held = new Map<number, number>();

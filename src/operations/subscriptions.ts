@@ -26,10 +26,10 @@ import type { Documents } from './documents.js';
 import type { Execution } from './execution.js';
 import type { ErrorFormat } from './format.js';
 import type { OperationHooks, OperationInfo } from './hooks.js';
-import type { LiveConnectionLimits } from './live-connections.js';
 import type { Observation, OperationObserver } from './observer.js';
 import type { CreateOperationContext } from './operation-context.js';
 import { SharedExecutions } from './shared-executions.js';
+import type { LiveConnectionLimits } from './subscription-caps.js';
 import { CallerSubscriptions } from './subscription-caps.js';
 
 /** A subscription as a door hands it over: the document it names (by text or trusted id), which operation, what variables. */
