@@ -1,8 +1,8 @@
 import DataLoader from 'dataloader';
 
 import { MAX_PAGE_SIZE } from '../limits.js';
-import { writtenBytes } from '../shared/written-bytes.js';
 import { type Outcome, userErrors } from '../shared/user-error.js';
+import { writtenBytes } from '../shared/written-bytes.js';
 import type { ConversationRecord, MessageRecord } from './conversation.model.js';
 import type { ConversationStore, NumberRange, ReadAllowance } from './conversation.store.js';
 import { newConversationNameProblem } from './conversation-name.js';

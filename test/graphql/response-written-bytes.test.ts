@@ -1,8 +1,8 @@
 import { createClient as createSseClient } from 'graphql-sse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { writtenBytes } from '../../src/shared/written-bytes.js';
 import type { RunningSidecar } from '../../src/rest/sidecar.js';
+import { writtenBytes } from '../../src/shared/written-bytes.js';
 import { Received, subscriptionsRunning } from '../subscriptions/helpers.js';
 import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { startTestSidecar } from '../support/sidecar.js';
