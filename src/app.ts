@@ -5,11 +5,11 @@ import express, { type ErrorRequestHandler, type Express, type Request, type Req
 import type { Authenticator } from './auth/authenticator.js';
 import type { CreateContext, RequestContext } from './context.js';
 import { methodNotAllowed } from './errors.js';
+import { graphqlFailures } from './graphql/failure-answer.js';
 import { admissionStep } from './http/admission.js';
 import { authenticated, type CallerLocals } from './http/authenticated.js';
 import { batchesOfAtMost } from './http/batches.js';
 import { declaredBodyWithinLimit } from './http/body-limit.js';
-import { graphqlFailures } from './http/failures.js';
 import { type StepAfter, stepAfter } from './http/locals.js';
 import { GRAPHQL_PATH, SSE_PATH } from './http/route-paths.js';
 import type { HttpStreams } from './http-streams/index.js';

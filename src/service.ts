@@ -39,6 +39,7 @@ import type { AdmissionCheck } from './operations/admission.js';
 import type { OperationHook } from './operations/hooks.js';
 import { OperationPipeline } from './operations/pipeline.js';
 import { ResponseBudget } from './operations/response-budget.js';
+import { legacyFailures } from './rest/legacy-answer.js';
 import { openApiDocument } from './rest/openapi.js';
 import { prepareRoutes, restLayerDocuments } from './rest/prepared-routes.js';
 import type { RestRoute } from './rest/route.js';
@@ -292,6 +293,7 @@ async function serve(config: Config, logger: Logger, options: Started, closers: 
     rest: {
       endpoints: restDoor({ restRoutes, pipeline, authenticator, createContext, basePath: config.restBasePath }),
       openApi: JSON.stringify(openApiDocument(options.restRoutes, packageVersion, config.restBasePath)),
+      otherwise: legacyFailures('error'),
     },
   });
   httpServer.on('request', tracing.serveRequests(app));

@@ -1,4 +1,6 @@
 import { type Failure, type HttpAnswer, statusOf } from '../errors.js';
+import { failureHandler } from '../http/failures.js';
+import { inPreferredMediaType } from '../http/json-answer.js';
 
 /**
  * A failure outside any operation (credentials, limits, the request body), as a GraphQL response:
@@ -13,3 +15,8 @@ export function graphqlAnswer(failure: Failure, requestId: string): HttpAnswer {
     body: { errors: [{ message: failure.message, extensions: failure.kind === 'internal' ? { ...extensions, requestId } : extensions }] },
   };
 }
+
+/** Failures on `/graphql` before Apollo Server runs (credentials, limits, the body), as GraphQL responses. */
+export const graphqlFailures = failureHandler((failure, requestId, request) =>
+  inPreferredMediaType(graphqlAnswer(failure, requestId), request),
+);

@@ -6,7 +6,7 @@ import { requestLogging } from '../observability/request-log.js';
 import type { SpanIds } from '../observability/tracing.js';
 import { crossOrigin } from '../security/cross-origin.js';
 import { securityHeaders } from '../security/http-headers.js';
-import { legacyFailures, noSuchPath } from './failures.js';
+import { noSuchPath } from './failures.js';
 import { type Dependency, healthRoutes, type ReadinessDetails } from './health.js';
 import type { Shutdown } from './lifecycle.js';
 
@@ -24,8 +24,11 @@ export interface HttpAppParts {
   addressLimit: RequestHandler | undefined;
   /** Mounts the GraphQL doors (`/graphql` and its streams), before the legacy endpoints; the gateway's alone. */
   graphql: ((app: Express) => void) | undefined;
-  /** The legacy REST endpoints (`rest/legacy-router.ts`) and their OpenAPI document, as served at `/openapi.json`. */
-  rest: { endpoints: readonly [Router, ErrorRequestHandler]; openApi: string };
+  /**
+   * The legacy REST endpoints (`rest/legacy-router.ts`), their OpenAPI document, as served at
+   * `/openapi.json`, and the handler that answers what no surface answered, unknown paths included.
+   */
+  rest: { endpoints: readonly [Router, ErrorRequestHandler]; openApi: string; otherwise: ErrorRequestHandler };
 }
 
 /**
@@ -54,7 +57,7 @@ export function buildHttpApp(app: Express, parts: HttpAppParts): Express {
     response.type('application/json').send(openApi);
   });
   app.use(...parts.rest.endpoints);
-  app.use(noSuchPath, legacyFailures('error'));
+  app.use(noSuchPath, parts.rest.otherwise);
   return app;
 }
 

@@ -2,10 +2,8 @@ import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 
 import { failureOf } from '../db/database-failures.js';
 import { badRequest, Failure, type HttpAnswer, noSuchEndpoint, payloadTooLarge, unsupportedMediaType } from '../errors.js';
-import { graphqlAnswer } from '../graphql/failure-answer.js';
 import { requestIdOf } from '../observability/request-log.js';
-import { type FailureField, legacyAnswer } from '../rest/legacy-answer.js';
-import { inPreferredMediaType, sendAnswer } from './json-answer.js';
+import { sendAnswer } from './json-answer.js';
 import { answerUnreadBody, hasUnreadBody } from './refused-body.js';
 
 /** Failures already logged where they happened (an operation's own), to be answered here and not logged again. */
@@ -28,14 +26,14 @@ export function failureOfRequest(error: unknown): Failure {
 }
 
 /**
- * Answers whatever a step of the request threw, rendered for the surface it belongs to: the one
- * place each door writes an error body. An unexpected failure is logged first, with its request
+ * Answers whatever a step of the request threw, rendered by `render` for the surface it belongs to
+ * (`graphql/failure-answer.ts`, `rest/legacy-answer.ts`): the one place each door writes an error body. An unexpected failure is logged first, with its request
  * id, since its answer tells nothing. A request refused before its body arrived (credentials,
  * rate limit, size) also loses its connection, once the client could read the answer: otherwise
  * Node would keep reading the unwanted body, however slowly it comes. A request without a body
  * keeps its connection.
  */
-function answerFailures(render: (failure: Failure, requestId: string, request: Request) => HttpAnswer): ErrorRequestHandler {
+export function failureHandler(render: (failure: Failure, requestId: string, request: Request) => HttpAnswer): ErrorRequestHandler {
   return (error: unknown, request, response, next) => {
     if (response.headersSent) return next(error);
     const failure = failureOfRequest(error);
@@ -48,14 +46,6 @@ function answerFailures(render: (failure: Failure, requestId: string, request: R
     else sendAnswer(response, answer);
   };
 }
-
-/** Failures on `/graphql` before Apollo Server runs (credentials, limits, the body), as GraphQL responses. */
-export const graphqlFailures = answerFailures((failure, requestId, request) =>
-  inPreferredMediaType(graphqlAnswer(failure, requestId), request),
-);
-
-/** Failures of a legacy endpoint, in its usual shape; `error` also serves paths that match no endpoint. */
-export const legacyFailures = (field: FailureField) => answerFailures((failure, requestId) => legacyAnswer(failure, field, requestId));
 
 /** Unknown paths answer JSON, like everything else. */
 export const noSuchPath: RequestHandler = (request) => {

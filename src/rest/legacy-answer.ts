@@ -1,4 +1,5 @@
 import { type Failure, type FailureKind, type HttpAnswer, statusOf } from '../errors.js';
+import { failureHandler } from '../http/failures.js';
 
 /** Where a legacy endpoint reports failures: `message` for conversations, `error` for quota, buy and package. */
 export type FailureField = 'message' | 'error';
@@ -38,3 +39,6 @@ export function legacyAnswer(failure: Failure, field: FailureField, requestId: s
     },
   };
 }
+
+/** Failures of a legacy endpoint, in its usual shape; `error` also serves paths that match no endpoint. */
+export const legacyFailures = (field: FailureField) => failureHandler((failure, requestId) => legacyAnswer(failure, field, requestId));

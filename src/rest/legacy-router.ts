@@ -2,13 +2,14 @@ import express, { type ErrorRequestHandler, type Request, Router } from 'express
 
 import { methodNotAllowed, unauthenticated } from '../errors.js';
 import { declaredBodyWithinLimit } from '../http/body-limit.js';
-import { alreadyLogged, legacyFailures } from '../http/failures.js';
+import { alreadyLogged } from '../http/failures.js';
 import { sendJson } from '../http/json-answer.js';
 import { behind, type StepAfter, stepAfter } from '../http/locals.js';
 import { BODY_LIMIT_BYTES } from '../limits.js';
 import { requestIdOf } from '../observability/request-log.js';
 import { notStored } from '../security/http-headers.js';
 import { readInput } from './inputs.js';
+import { legacyFailures } from './legacy-answer.js';
 import type { CallerSession, OperationRunner, SessionLocals } from './operation-runner.js';
 import type { PreparedRoute } from './prepared-routes.js';
 

@@ -13,6 +13,7 @@ import { createMetrics, type GatewayMetrics } from '../observability/metrics.js'
 import { startTracing } from '../observability/start-tracing.js';
 import type { Tracing } from '../observability/tracing.js';
 import { packageVersion } from '../version.js';
+import { legacyFailures } from './legacy-answer.js';
 import { legacyEndpoints } from './legacy-router.js';
 import { openApiDocument } from './openapi.js';
 import { confirmCallerOperation, prepareRoutes } from './prepared-routes.js';
@@ -82,6 +83,7 @@ function sidecarApp(options: SidecarOptions, shutdown: Shutdown, metrics: Gatewa
     rest: {
       endpoints: legacyEndpoints(prepareRoutes(legacyRoutes, schema), runner, { afterAuthentication: [], basePath: config.restBasePath }),
       openApi: JSON.stringify(openApiDocument(legacyRoutes, packageVersion, config.restBasePath)),
+      otherwise: legacyFailures('error'),
     },
   });
 }
