@@ -93,12 +93,16 @@ describe('Mongoose 9 over the engine', () => {
     const created = await User.findOneAndUpdate(
       { id: 7 },
       { $setOnInsert: { username: 'gus' }, $set: { quota: 10 } },
-      { upsert: true, new: true },
+      { upsert: true, returnDocument: 'after' },
     );
     expect(created).toMatchObject({ id: 7, username: 'gus', quota: 10 });
-    const incremented = await User.findOneAndUpdate({ id: 7, quota: { $gte: 4 } }, { $inc: { quota: -4 } }, { new: true }).lean();
+    const incremented = await User.findOneAndUpdate(
+      { id: 7, quota: { $gte: 4 } },
+      { $inc: { quota: -4 } },
+      { returnDocument: 'after' },
+    ).lean();
     expect(incremented!.quota).toBe(6);
-    const refused = await User.findOneAndUpdate({ id: 7, quota: { $gte: 100 } }, { $inc: { quota: -100 } }, { new: true });
+    const refused = await User.findOneAndUpdate({ id: 7, quota: { $gte: 100 } }, { $inc: { quota: -100 } }, { returnDocument: 'after' });
     expect(refused).toBeNull();
   });
 
