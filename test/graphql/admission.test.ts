@@ -1,10 +1,9 @@
-import { createClient as createSseClient } from 'graphql-sse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { rateLimited } from '../../src/errors.js';
 import type { Admission, AdmissionCheck } from '../../src/operations/admission.js';
-import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
-import { connectAs } from '../support/websocket.js';
+import { throughEveryDoor as throughEachDoor } from '../support/every-door.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
 
 /**
  * One admission sequence for every door: a check installed through the composition root runs for
@@ -33,34 +32,7 @@ afterAll(() => gateway?.stop());
 
 /** One request or operation of `userId` through each door; what each answered. */
 async function throughEveryDoor(userId: number): Promise<Record<string, unknown>> {
-  const authorization = `Bearer ${await gateway.token(userId)}`;
-  const answers: Record<string, unknown> = {};
-  answers.graphql = (await graphql(gateway, '{ quota }', { authorization })).status;
-  answers.rest = (await fetch(`${gateway.url}/quota`, { headers: { authorization } })).status;
-  const socket = await connectAs(gateway.url, authorization);
-  const reply = await socket.subscribe('subscription { quota }').next();
-  answers.websocket = reply.type === 'error' ? reply.payload[0].extensions.code : reply.type;
-  await socket.close();
-  const sse = createSseClient({ url: `${gateway.url}/graphql/stream`, headers: { authorization }, retryAttempts: 0 });
-  answers.sse = await new Promise((resolve) => {
-    const dispose = sse.subscribe(
-      { query: 'subscription { quota }' },
-      {
-        next: () => (dispose(), resolve('next')),
-        error: (error) => resolve((error as { response?: Response }).response?.status ?? String(error)),
-        complete: () => {},
-      },
-    );
-  });
-  sse.dispose();
-  const multipart = await fetch(`${gateway.url}/graphql`, {
-    method: 'POST',
-    headers: { authorization, 'content-type': 'application/json', accept: 'multipart/mixed;subscriptionSpec=1.0' },
-    body: JSON.stringify({ query: 'subscription { quota }' }),
-  });
-  answers.multipart = multipart.status;
-  await multipart.body?.cancel();
-  return answers;
+  return throughEachDoor(gateway, `Bearer ${await gateway.token(userId)}`);
 }
 
 describe('a check added to the admission sequence', () => {

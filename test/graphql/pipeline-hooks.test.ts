@@ -1,10 +1,9 @@
-import { createClient as createSseClient } from 'graphql-sse';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { rateLimited } from '../../src/errors.js';
 import type { OperationHook } from '../../src/operations/hooks.js';
-import { graphql, startTestGateway, type TestGateway } from '../support/gateway.js';
-import { connectAs } from '../support/websocket.js';
+import { type DoorOperations, throughEveryDoor as throughEachDoor } from '../support/every-door.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
 
 /**
  * One hook list for every door: a hook registered once (`ServiceOptions.operationHooks`) is told
@@ -39,35 +38,16 @@ beforeAll(async () => {
 });
 afterAll(() => gateway?.stop());
 
-/** One operation of `userId` through each door; what each answered. */
+const NAMED_OPERATIONS: DoorOperations = {
+  graphql: 'query Quota { quota }',
+  websocket: 'subscription OverWebSocket { quota }',
+  sse: 'subscription OverSse { quota }',
+  multipart: 'subscription OverMultipart { quota }',
+};
+
+/** One operation of `userId` through each door, each named for its door; what each answered. */
 async function throughEveryDoor(userId: number): Promise<Record<string, unknown>> {
-  const authorization = `Bearer ${await gateway.token(userId)}`;
-  const answers: Record<string, unknown> = {};
-  answers.graphql = (await graphql(gateway, 'query Quota { quota }', { authorization })).status;
-  answers.rest = (await fetch(`${gateway.url}/quota`, { headers: { authorization } })).status;
-  const socket = await connectAs(gateway.url, authorization);
-  const reply = await socket.subscribe('subscription OverWebSocket { quota }').next();
-  answers.websocket = reply.type === 'error' ? reply.payload[0].extensions.code : reply.type;
-  await socket.close();
-  const sse = createSseClient({ url: `${gateway.url}/graphql/stream`, headers: { authorization }, retryAttempts: 0 });
-  answers.sse = await new Promise((resolve) => {
-    const dispose = sse.subscribe(
-      { query: 'subscription OverSse { quota }' },
-      {
-        next: (value) => (dispose(), resolve(value.errors ? value.errors[0]!.extensions!.code : 'next')),
-        error: (error) => resolve((error as { response?: Response }).response?.status ?? String(error)),
-        complete: () => {},
-      },
-    );
-  });
-  sse.dispose();
-  const multipart = await fetch(`${gateway.url}/graphql`, {
-    method: 'POST',
-    headers: { authorization, 'content-type': 'application/json', accept: 'multipart/mixed;subscriptionSpec=1.0' },
-    body: JSON.stringify({ query: 'subscription OverMultipart { quota }' }),
-  });
-  answers.multipart = await firstPayload(multipart);
-  return answers;
+  return throughEachDoor(gateway, `Bearer ${await gateway.token(userId)}`, NAMED_OPERATIONS, firstPayload);
 }
 
 /** A multipart subscription's first payload: `next` for data, else its first error's code (a refusal is a part of the stream). */
