@@ -18,7 +18,7 @@ import { freePort, ROOT, startNode, waitForHttp } from './processes.js';
  *
  *   npx tsx test/bench/idle-stream-heap.ts [--transport sse|multipart|websocket] [--streams N] [--top N] [--keep]
  *
- * `--keep` leaves the two snapshots in `.data/` (and says where), for a closer look.
+ * `--keep` leaves the two snapshots in `.bench/` (and says where), for a closer look.
  *
  * Run `npm run build` first: the gateway is `dist/main.js`.
  */
@@ -63,7 +63,7 @@ function tally(file: string): Map<string, { bytes: number; count: number }> {
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
 const jwtSecret = randomBytes(24).toString('base64url');
-const directory = join(ROOT, '.data', `heap-${process.pid}`);
+const directory = join(ROOT, '.bench', `heap-${process.pid}`);
 mkdirSync(directory, { recursive: true });
 const gateway = startNode('gateway', ['dist/main.js'], {
   env: {
