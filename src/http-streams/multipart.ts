@@ -109,8 +109,7 @@ export function multipartSubscriptions(pipeline: OperationPipeline, streams: Str
       stream.write(part({ payload: { errors: answer.refused } }));
       return stream.finish();
     }
-    // Returned, not awaited: the step's own frame (its request, body, locals) is let go while the stream lives.
-    return writeEach(connection.adopt(answer, requestId, 'rejection'), stream);
+    streams.detach(stream, writeEach(connection.adopt(answer, requestId, 'rejection'), stream));
   });
 }
 
@@ -134,7 +133,7 @@ class MultipartEnds implements ConnectionEnds {
   stream!: StreamedResponse;
 
   expired(connection: LiveConnection): void {
-    connection.failEach(connection.expiredErrors);
+    connection.expireEach();
   }
 
   stopping(connection: LiveConnection): void {

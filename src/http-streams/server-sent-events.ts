@@ -121,8 +121,7 @@ export function serverSentEvents(pipeline: OperationPipeline, streams: StreamedR
         return answer(response, body, init);
       }
       door.stream = streams.track(response, connection, (ended) => ended.end());
-      // Returned, not awaited: this frame (the request, its body, the handler's answer) is let go while the stream lives.
-      return writeStream(body, init, door.stream);
+      streams.detach(door.stream, writeStream(body, init, door.stream));
     }),
     close() {
       reservations.close();
@@ -141,7 +140,7 @@ class DistinctStreamEnds implements ConnectionEnds {
   constructor(private readonly socket: Socket) {}
 
   expired(connection: LiveConnection): void {
-    connection.failEach(connection.expiredErrors);
+    connection.expireEach();
   }
 
   stopping(connection: LiveConnection): void {
@@ -356,11 +355,11 @@ class Reservation implements ConnectionEnds {
     this.connection.watch(request.socket);
     this.stream = streams.track(response, this.connection, (ended) => ended.end());
     this.connection.take();
-    return writeStream(body, init, this.stream);
+    streams.detach(this.stream, writeStream(body, init, this.stream));
   }
 
   expired(connection: LiveConnection): void {
-    connection.failEach(connection.expiredErrors);
+    connection.expireEach();
     this.endAfterLastWords();
   }
 

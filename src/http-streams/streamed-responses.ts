@@ -128,6 +128,20 @@ export class StreamedResponses {
     return stream;
   }
 
+  /**
+   * Lets `writing`, the door's loop that writes `stream`, run apart from the route that opened
+   * the stream. A route step's pending promise would keep Express's dispatch (the router's and the
+   * route's `next`, their frames over the request) for the stream's whole life. The headers are
+   * sent by then, so a failure of the loop can only be logged, and the stream cut.
+   */
+  detach(stream: StreamedResponse, writing: Promise<void>): void {
+    const { transport, logger } = this.options;
+    writing.catch((error: unknown) => {
+      logger.error({ err: error, transport }, 'event stream failed');
+      stream.cut();
+    });
+  }
+
   /** Each open stream, for a beat that writes to all of them. */
   each(write: (stream: StreamedResponse) => void): void {
     for (const stream of this.open) write(stream);

@@ -148,7 +148,8 @@ export class LiveConnection {
   readonly closed: Promise<void>;
   private resolveClosed!: () => void;
   private readonly subscriptions = new Set<ConnectionSubscription>();
-  private readonly returning = new Set<Promise<void>>();
+  /** Made by the first subscription to end: most connections carry one subscription, for their whole life. */
+  private returning: Set<Promise<void>> | undefined;
   private taking: Promise<void> | undefined;
   private startTaking: (() => void) | undefined;
   private over = false;
@@ -204,18 +205,15 @@ export class LiveConnection {
     return subscription;
   }
 
-  /** Ends each of its subscriptions with `failure` (the credential expired): their last answer, or a rejected `next`. */
-  failEach(failure: (requestId: string) => SubscriptionFailure): void {
-    for (const subscription of [...this.subscriptions]) subscription.fail(failure(subscription.requestId));
-  }
-
   /** Ends each of its subscriptions cleanly (their `complete`): the server stops. */
   completeEach(): void {
     for (const subscription of [...this.subscriptions]) subscription.endNow();
   }
 
-  /** The errors of an expired credential, for `failEach`. */
-  readonly expiredErrors = (requestId: string): SubscriptionFailure => this.connections.expiredErrors(requestId);
+  /** Ends each of its subscriptions with the errors of an expired credential: their last answer, or a rejected `next`. */
+  expireEach(): void {
+    for (const subscription of [...this.subscriptions]) subscription.fail(this.connections.expiredErrors(subscription.requestId));
+  }
 
   /** Whether its subscriptions have all ended. */
   get isIdle(): boolean {
@@ -247,14 +245,15 @@ export class LiveConnection {
   /** `subscription` ended; `returned` settles once its source stream has let go of what it held. */
   forget(subscription: ConnectionSubscription, returned: Promise<void>): void {
     this.subscriptions.delete(subscription);
-    this.returning.add(returned);
-    void returned.then(() => this.returning.delete(returned));
+    const returning = (this.returning ??= new Set());
+    returning.add(returned);
+    void returned.then(() => returning.delete(returned));
   }
 
   /** Settles once every subscription it ended has let go of its source stream. */
   async released(): Promise<void> {
     await this.closed;
-    await Promise.all([...this.returning]);
+    await Promise.all([...(this.returning ?? [])]);
   }
 }
 

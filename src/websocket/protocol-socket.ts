@@ -1,4 +1,4 @@
-import { CloseCode, type Server } from 'graphql-ws';
+import { CloseCode, type Server, type WebSocket as WebSocketOfProtocol } from 'graphql-ws';
 import type { WebSocket } from 'ws';
 
 import type { Logger } from '../logger.js';
@@ -16,28 +16,47 @@ import { answerText } from '../operations/shared-executions.js';
  * the socket with 1011, as with `useServer`, and is logged here rather than on the console.
  */
 export function openProtocol<E>(server: Server<E>, websocket: WebSocket, extra: E, logger: Logger): void {
-  const closed = server.opened(
-    {
-      protocol: websocket.protocol,
-      // Queued, not awaited: graphql-ws takes the next event at once, so what a client leaves unread
-      // piles up on the socket, where the unsent-data bound drops it (see `boundedWebSocketClass`).
-      // The shared payload text is put back in the same step as graphql-ws's stringify (see `withHandedOverPayload`).
-      send: (text) => {
-        const data = withHandedOverPayload(text);
-        if (websocket.readyState === websocket.OPEN) websocket.send(data);
-      },
-      close: (code, reason) => websocket.close(code, reason),
-      onMessage: (handle) =>
-        websocket.on('message', (data) => {
-          handle(String(data)).catch((error: unknown) => {
-            logger.error({ err: error }, 'a WebSocket message could not be handled: its socket is closed with 1011');
-            websocket.close(CloseCode.InternalServerError, 'Internal server error');
-          });
-        }),
-    },
-    extra,
-  );
-  websocket.once('close', (code, reason) => void closed(code, String(reason)));
+  const closed = server.opened(new ProtocolSocket(websocket, logger), extra);
+  websocket.on('close', (code, reason) => void closed(code, String(reason)));
+}
+
+/**
+ * graphql-ws's view of one socket: methods on one object rather than a closure for each, as an
+ * idle socket holds it for its whole life.
+ */
+class ProtocolSocket implements WebSocketOfProtocol {
+  constructor(
+    private readonly websocket: WebSocket,
+    private readonly logger: Logger,
+  ) {}
+
+  get protocol(): string {
+    return this.websocket.protocol;
+  }
+
+  /**
+   * Queued, not awaited: graphql-ws takes the next event at once, so what a client leaves unread
+   * piles up on the socket, where the unsent-data bound drops it (see `boundedWebSocketClass`).
+   * The shared payload text is put back in the same step as graphql-ws's stringify (see `withHandedOverPayload`).
+   */
+  send(text: string): void {
+    const data = withHandedOverPayload(text);
+    if (this.websocket.readyState === this.websocket.OPEN) this.websocket.send(data);
+  }
+
+  close(code?: number, reason?: string): void {
+    this.websocket.close(code, reason);
+  }
+
+  onMessage(handle: (data: string) => Promise<void>): void {
+    const { websocket, logger } = this;
+    websocket.on('message', (data) => {
+      handle(String(data)).catch((error: unknown) => {
+        logger.error({ err: error }, 'a WebSocket message could not be handled: its socket is closed with 1011');
+        websocket.close(CloseCode.InternalServerError, 'Internal server error');
+      });
+    });
+  }
 }
 
 /**

@@ -63,6 +63,12 @@ export class SocketOperation {
 }
 
 /**
+ * Every socket's operations, by their subscribe message's payload: one map for all the sockets,
+ * as each payload is an object of its own message.
+ */
+const operationsByPayload = new WeakMap<object, SocketOperation>();
+
+/**
  * A socket's operations. An id belongs to one operation from its subscribe message until the
  * server is done with it: graphql-ws frees an id as soon as the client completes it, even while
  * the server still checks or starts that operation, and two operations under one id would be
@@ -70,20 +76,19 @@ export class SocketOperation {
  */
 export class SocketOperations {
   private readonly byId = new Map<string, SocketOperation>();
-  private readonly byPayload = new WeakMap<object, SocketOperation>();
 
   /** The operation of a new subscribe message, or undefined when its id still belongs to another. */
   begin(id: string, payload: object, requestId: string): SocketOperation | undefined {
     if (this.byId.has(id)) return undefined;
     const operation = new SocketOperation(this, id, requestId);
     this.byId.set(id, operation);
-    this.byPayload.set(payload, operation);
+    operationsByPayload.set(payload, operation);
     return operation;
   }
 
   /** The operation of the subscribe message whose payload this is. */
   of(payload: object): SocketOperation | undefined {
-    return this.byPayload.get(payload);
+    return operationsByPayload.get(payload);
   }
 
   forget(operation: SocketOperation): void {
