@@ -16,9 +16,10 @@ import { freePort, ROOT, startNode, waitForHttp } from './processes.js';
  * and the difference in bytes per subscription, by V8's node type and constructor. (RSS is the
  * subscriptions scenario's: a heap snapshot makes the process grow by itself.)
  *
- *   npx tsx test/bench/idle-stream-heap.ts [--transport sse|multipart|websocket] [--streams N] [--top N] [--keep]
+ *   npx tsx test/bench/idle-stream-heap.ts [--transport sse|multipart|websocket] [--streams N] [--top N] [--query Q] [--keep]
  *
- * `--keep` leaves the two snapshots in `.bench/` (and says where), for a closer look.
+ * `--query` is the subscription each opens (default: `conversationEvents`; the scale scenario's is
+ * `subscription { quota }`). `--keep` leaves the two snapshots in `.bench/` (and says where), for a closer look.
  *
  * Run `npm run build` first: the gateway is `dist/main.js`.
  */
@@ -28,12 +29,13 @@ const { values } = parseArgs({
     transport: { type: 'string', default: 'sse' },
     streams: { type: 'string', default: '500' },
     top: { type: 'string', default: '25' },
+    query: { type: 'string', default: 'subscription { conversationEvents { kind number } }' },
     keep: { type: 'boolean', default: false },
   },
 });
 const transport = values.transport as 'sse' | 'multipart' | 'websocket';
 const streams = Number(values.streams);
-const QUERY = 'subscription { conversationEvents { kind number } }';
+const QUERY = values.query;
 
 interface Snapshot {
   snapshot: { meta: { node_fields: string[]; node_types: [string[]] } };
