@@ -34,13 +34,17 @@ export async function freePort(): Promise<number> {
 
 /**
  * Starts `node ARGS…` in the project root. Node flags (e.g. `--cpu-prof`) can be
- * given in `nodeOptions`; the child's output is kept, not shown.
+ * given in `nodeOptions`; the child's output is kept, not shown. `ipc`: with Node's IPC channel.
  */
-export function startNode(name: string, args: string[], options: { env?: Record<string, string>; nodeOptions?: string[] } = {}): Child {
+export function startNode(
+  name: string,
+  args: string[],
+  options: { env?: Record<string, string>; nodeOptions?: string[]; ipc?: boolean } = {},
+): Child {
   const child = spawn(process.execPath, [...(options.nodeOptions ?? []), ...args], {
     cwd: ROOT,
     env: { ...process.env, DATA_DIR: 'memory', ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: options.ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
   const keep = (chunk: Buffer) => {

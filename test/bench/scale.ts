@@ -4,13 +4,13 @@ import autocannon, { type Result } from 'autocannon';
 import { type Collection, MongoClient } from 'mongodb';
 
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
-import { connectAs, type Operation, type TestSocket } from '../support/websocket.js';
 import { conversationDocument, userDocument } from './dataset.js';
 import { median, type Sample } from './load.js';
-import { type Child, freePort, startGateway, startPeer, waitForHttp, waitForOutput } from './processes.js';
+import { type Child, freePort, startGateway, startNode, startPeer, waitForHttp, waitForOutput } from './processes.js';
 import { atMost, formatTarget, type Ratio, summarizeRatio, type Target } from './report.js';
 import { call, type Scenario } from './scenarios.js';
 import { seedUsers } from './seed.js';
+import type { FleetAnswer, FleetCommand } from './subscriber-fleet.js';
 import { type LiveServer, settledMemory, subscriptionsOn, summarize, untilRunning } from './subscriptions.js';
 
 /**
@@ -28,10 +28,11 @@ import { type LiveServer, settledMemory, subscriptionsOn, summarize, untilRunnin
  *   many sockets.
  *
  * The REST cases run in interleaved rounds: in each, every case once (a fixed number of requests
- * at 4 connections), the two sides of each ratio next to each other, swapped every other round. Then the gateway's subscriptions are opened and
- * sent `rounds` blocks of writes, then the floor's (the client's file descriptors do not allow
- * 2 × 10 000 sockets at once). A ratio is taken within each round (the fan-out's: of the two
- * servers' blocks of the same number), and reported as its median and range.
+ * at 4 connections), the two sides of each ratio next to each other, swapped every other round.
+ * Then both servers' subscriptions are opened, each side's sockets in a process of their own
+ * (`subscriber-fleet.ts`), and sent `rounds` rounds of writes, the two servers' writes
+ * alternating, which goes first swapped every round. A ratio is taken within each round, and
+ * reported as its median and range.
  */
 export interface ScaleSizes {
   largeList: number;
@@ -65,7 +66,6 @@ type Case = (typeof CASES)[number];
  * rotated order made the small list follow it in every round, and cost it a third more than the large.
  */
 const SWAPPED: readonly Case[] = ['list_large', 'list_small', 'load_long', 'load_short'];
-const OPENING_IN_PARALLEL = 100;
 const CASE_CONNECTIONS = 4;
 /**
  * An instance holds 10 000 connections at once (`HTTP_SERVER_LIMITS.maxConnections`,
@@ -124,7 +124,6 @@ export async function measureScale(
   const children: Child[] = [];
   const client = await MongoClient.connect(databaseUri);
   const db = client.db();
-  const sockets: TestSocket[] = [];
   try {
     const gatewayPort = await freePort();
     const base = `http://127.0.0.1:${gatewayPort}`;
@@ -196,6 +195,8 @@ export async function measureScale(
       heapUsed: async () => ((await (await fetch(`${floorBase}/readyz`)).json()) as { heapUsed: number }).heapUsed,
     };
     const users = db.collection('users');
+    const fleets = { gateway: startFleet('gateway'), floor: startFleet('floor') };
+    children.push(fleets.gateway.child, fleets.floor.child);
     const fanOut = {
       gateway: {
         server: gatewayLive,
@@ -208,9 +209,9 @@ export async function measureScale(
     // Every path of both servers compiled before anything is measured; the memory's "before" after that.
     for (const name of ['gateway', 'floor'] as const) {
       const { server: live, user, token: bearer } = fanOut[name];
-      const opened = await openSubscriptions(live, bearer, 1, 1, sockets);
-      await write(users, user, opened);
-      await closeSubscriptions(live, sockets);
+      await fleets[name].open(live, bearer, 1, 1);
+      await write(users, user, fleets[name]);
+      await fleets[name].close(live);
     }
     // Each case sends a fixed number of requests, all answered before its CPU time is read (a
     // timed run would leave a long load's last answers to the next case's figures): about
@@ -249,21 +250,24 @@ export async function measureScale(
         });
       }
     }
-    // Opening 10 000 sockets takes a while on a busy machine: each server's are opened once, and
-    // sent `rounds` blocks of writes; round i's ratio pairs the two servers' i-th blocks.
+    // Each server's sockets are opened once (each server's memory measured before the other's
+    // are opened); then every write to one server is followed by one to the other.
     for (const name of ['gateway', 'floor'] as const) {
-      const { server: live, user, token: bearer, sockets: socketCount } = fanOut[name];
+      const { server: live, token: bearer, sockets: socketCount } = fanOut[name];
       log(`scale: ${sizes.sockets} subscriptions on ${socketCount} sockets of the ${name}`);
       const before = await settledMemory(live);
-      const opened = await openSubscriptions(live, bearer, sizes.sockets, socketCount, sockets);
+      await fleets[name].open(live, bearer, sizes.sockets, socketCount);
       memory[name] = { before, after: await settledMemory(live) };
-      for (let round = 0; round < sizes.rounds; round++) {
-        const delaysOfRound: number[] = [];
-        for (let at = 0; at < sizes.writes; at++) delaysOfRound.push(...(await write(users, user, opened)));
-        delays[name].push(delaysOfRound);
-      }
-      await closeSubscriptions(live, sockets);
     }
+    for (let round = 0; round < sizes.rounds; round++) {
+      const order = round % 2 === 0 ? (['gateway', 'floor'] as const) : (['floor', 'gateway'] as const);
+      const delaysOfRound = { gateway: [] as number[], floor: [] as number[] };
+      for (let at = 0; at < sizes.writes; at++) {
+        for (const name of order) delaysOfRound[name].push(...(await write(users, fanOut[name].user, fleets[name])));
+      }
+      for (const name of order) delays[name].push(delaysOfRound[name]);
+    }
+    for (const name of ['gateway', 'floor'] as const) await fleets[name].close(fanOut[name].server);
 
     const cases = Object.fromEntries(CASES.map((name) => [name, caseFigures(samples[name], bodyBytes[name])])) as Record<Case, CaseFigures>;
     return {
@@ -276,7 +280,6 @@ export async function measureScale(
       },
     };
   } finally {
-    for (const socket of sockets) socket.socket.terminate();
     await Promise.all(children.map((child) => child.stop()));
     await db.dropDatabase();
     await client.close();
@@ -361,37 +364,48 @@ async function heapFromMetrics(base: string): Promise<number> {
  * the first sockets two when there are more subscriptions than sockets), and takes each one's first
  * event (the balance as it is).
  */
-async function openSubscriptions(
-  server: LiveServer,
-  bearer: string,
-  count: number,
-  socketCount: number,
-  sockets: TestSocket[],
-): Promise<Operation[]> {
-  const running = await subscriptionsOn(server.base);
-  const operations: Operation[] = [];
-  const opened: TestSocket[] = [];
-  const connect = async () => {
-    const socket = await connectAs(server.base, `Bearer ${bearer}`).catch((error: unknown) => {
-      const output = server.child.output().slice(-2_000);
-      throw new Error(`${server.child.name}: opening socket ${opened.length + 1} of ${socketCount} failed: ${String(error)}\n${output}`);
-    });
-    sockets.push(socket);
-    opened.push(socket);
-    return socket.subscribe(QUOTA_QUERY);
-  };
-  for (let at = 0; at < socketCount; at += OPENING_IN_PARALLEL) {
-    operations.push(...(await Promise.all(Array.from({ length: Math.min(OPENING_IN_PARALLEL, socketCount - at) }, connect))));
-  }
-  for (let at = 0; operations.length < count; at++) operations.push(opened[at]!.subscribe(QUOTA_QUERY));
-  await untilRunning(server.base, running + count);
-  for (const operation of operations) await operation.next(60_000);
-  return operations;
+/** One side's subscribers, in a process of their own (`subscriber-fleet.ts`): one command at a time. */
+interface Fleet {
+  child: Child;
+  /** `count` subscriptions on `sockets` sockets of `server`, each past its first event and counted by the server. */
+  open(server: LiveServer, bearer: string, count: number, sockets: number): Promise<void>;
+  /** Each subscriber's delay from `startedAt` to its next event. */
+  collect(startedAt: number): Promise<number[]>;
+  /** Closes its sockets, once the server counts none of their subscriptions. */
+  close(server: LiveServer): Promise<void>;
 }
 
-async function closeSubscriptions(server: LiveServer, sockets: TestSocket[]): Promise<void> {
-  await Promise.all(sockets.splice(0).map((socket) => socket.close()));
-  await untilRunning(server.base, 0);
+function startFleet(side: string): Fleet {
+  const child = startNode(`${side} subscribers`, ['test/bench/subscriber-fleet.ts'], { nodeOptions: ['--import', 'tsx'], ipc: true });
+  const tell = (command: FleetCommand) =>
+    new Promise<FleetAnswer>((resolve, reject) => {
+      const exited = () => reject(new Error(`${child.name} exited:\n${child.output().slice(-2_000)}`));
+      child.process.once('exit', exited);
+      child.process.once('message', (reply: FleetAnswer) => {
+        child.process.off('exit', exited);
+        if ('failed' in reply) reject(new Error(`${child.name}: ${reply.failed}`));
+        else resolve(reply);
+      });
+      child.process.send(command);
+    });
+  return {
+    child,
+    async open(server, bearer, count, sockets) {
+      const running = await subscriptionsOn(server.base);
+      const query = QUOTA_QUERY;
+      await tell({ open: { base: server.base, authorization: `Bearer ${bearer}`, count, sockets, query } });
+      await untilRunning(server.base, running + count);
+    },
+    async collect(startedAt) {
+      const reply = await tell({ collect: { startedAt } });
+      if (!('delays' in reply)) throw new Error(`${child.name}: no delays in its reply`);
+      return reply.delays;
+    },
+    async close(server) {
+      await tell({ close: true });
+      await untilRunning(server.base, 0);
+    },
+  };
 }
 
 /**
@@ -411,12 +425,11 @@ async function send(base: string, scenario: Scenario, amount: number): Promise<v
   }
 }
 
-/** One balance write, straight to the database; the delay from its start to the event at each subscriber. */
-async function write(users: Collection, user: number, subscribers: readonly Operation[]): Promise<number[]> {
-  const started = performance.now();
+/** One balance write, straight to the database; the delay from its start to the event at each of the fleet's subscribers. */
+async function write(users: Collection, user: number, fleet: Fleet): Promise<number[]> {
+  const startedAt = performance.timeOrigin + performance.now();
   await users.updateOne({ id: user }, { $inc: { balanceMicros: 1_000_000 } });
-  const arrivals = await Promise.all(subscribers.map((subscriber) => subscriber.nextTimed(60_000)));
-  return arrivals.map(({ receivedAt }) => receivedAt - started);
+  return fleet.collect(startedAt);
 }
 
 function caseFigures(samples: Sample[], bodyBytes: number): CaseFigures {
