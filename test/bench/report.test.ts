@@ -52,6 +52,20 @@ describe('the benchmark report', () => {
     expect(formatReport(report)).toMatch(/GraphQL \/ Mercurius \+ jit\s+1\.30 \(1\.10–1\.50\)\s+n\/a/);
   });
 
+  it('holds the REST load to 1.5× the floor, and the list to 1.25×', () => {
+    const report = reportOf({
+      rest_load: measured([160, 160]),
+      floor_load: measured([100, 100]),
+      rest_list: measured([120, 120]),
+      floor_list: measured([100, 100]),
+    });
+    const floorTargets = report.targets.filter(({ name }) => name.endsWith('vs floor'));
+    expect(floorTargets.map(({ name, goal, met }) => [name, goal, met])).toEqual([
+      ['CPU/request: REST list vs floor', '<= 1.25', true],
+      ['CPU/request: REST load vs floor', '<= 1.5', false],
+    ]);
+  });
+
   it('writes each ratio per round to the JSON report beside its median', () => {
     const json = jsonReport(reportOf({ rest_load: measured([150, 170]), floor_load: measured([100, 100]) })) as any;
     expect(json.ratios.cpu_rest_vs_floor_load).toBe(1.6);
