@@ -10,7 +10,7 @@ import { parse } from 'graphql';
 
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { CONNECTIONS, median } from './load.js';
-import { type Child, freePort, startNode, waitForHttp, waitForOutput } from './processes.js';
+import { type Child, freePort, startGatewayInMemory, startNode, waitForHttp, waitForOutput } from './processes.js';
 
 /**
  * The CPU a router adds per request: one screen query sent to the gateway as a federation
@@ -55,20 +55,11 @@ try {
   );
   const jwtSecret = randomBytes(32).toString('base64url');
   const port = await freePort();
-  const subgraph = startNode('subgraph', ['dist/main.js'], {
-    env: {
-      NODE_ENV: 'production',
-      RATE_LIMIT: '0',
-      LOG_LEVEL: 'warn',
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      JWT_SECRET: jwtSecret,
-      DATA_DIR: 'memory',
-      SEED_FILE: seedFile,
-      FEDERATION_SUBGRAPH: 'true',
-      METRICS_TOKEN: METRICS_TOKEN,
-    },
-  });
+  const subgraph = startGatewayInMemory(
+    'subgraph',
+    { port, jwtSecret },
+    { SEED_FILE: seedFile, FEDERATION_SUBGRAPH: 'true', METRICS_TOKEN: METRICS_TOKEN },
+  );
   children.push(subgraph);
   const direct = `http://127.0.0.1:${port}`;
   await waitForHttp(subgraph, `${direct}/readyz`);

@@ -12,6 +12,18 @@ export interface HttpSubscriber {
 
 type Transport = 'sse' | 'multipart';
 
+/** Subscribers opened at once while opening thousands. */
+const OPENING_IN_PARALLEL = 100;
+
+/** `count` subscribers, each made by `open(index)`, `atOnce` at a time, in index order. */
+export async function openInBatches<T>(count: number, open: (index: number) => Promise<T>, atOnce = OPENING_IN_PARALLEL): Promise<T[]> {
+  const opened: T[] = [];
+  for (let at = 0; at < count; at += atOnce) {
+    opened.push(...(await Promise.all(Array.from({ length: Math.min(atOnce, count - at) }, (_, offset) => open(at + offset)))));
+  }
+  return opened;
+}
+
 /** Why subscriptions of this process could not be opened, for the bench to tell. */
 export const failures: string[] = [];
 

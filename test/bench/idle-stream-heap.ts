@@ -6,8 +6,8 @@ import { parseArgs } from 'node:util';
 
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { connectAs, type TestSocket } from '../support/websocket.js';
-import { type HttpSubscriber, subscribeOverHttp } from './http-subscribers.js';
-import { freePort, ROOT, startNode, waitForHttp } from './processes.js';
+import { type HttpSubscriber, openInBatches, subscribeOverHttp } from './http-subscribers.js';
+import { freePort, ROOT, startGatewayInMemory, waitForHttp } from './processes.js';
 
 /**
  * What an idle subscription holds on the gateway, by kind of object: a gateway process on the
@@ -67,21 +67,11 @@ const base = `http://127.0.0.1:${port}`;
 const jwtSecret = randomBytes(24).toString('base64url');
 const directory = join(ROOT, '.bench', `heap-${process.pid}`);
 mkdirSync(directory, { recursive: true });
-const gateway = startNode('gateway', ['dist/main.js'], {
-  env: {
-    NODE_ENV: 'production',
-    RATE_LIMIT: '0',
-    LOG_LEVEL: 'warn',
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    JWT_SECRET: jwtSecret,
-    DATA_DIR: 'memory',
-    SUBSCRIPTIONS_PER_CALLER: '1000000',
-    LIVE_CONNECTIONS_PER_CALLER: '1000000',
-    WEBSOCKETS_PER_ADDRESS: '1000000',
-  },
-  nodeOptions: ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${directory}`],
-});
+const gateway = startGatewayInMemory(
+  'gateway',
+  { port, jwtSecret, nodeOptions: ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${directory}`] },
+  { SUBSCRIPTIONS_PER_CALLER: '1000000', LIVE_CONNECTIONS_PER_CALLER: '1000000', WEBSOCKETS_PER_ADDRESS: '1000000' },
+);
 const open: (HttpSubscriber | TestSocket)[] = [];
 try {
   await waitForHttp(gateway, `${base}/healthz`);
@@ -125,9 +115,7 @@ try {
   await until(10);
   await closeAll();
   const empty = await snapshot();
-  for (let at = 0; at < streams; at += 50) {
-    open.push(...(await Promise.all(Array.from({ length: Math.min(50, streams - at) }, subscribe))));
-  }
+  open.push(...(await openInBatches(streams, subscribe, 50)));
   await until(streams);
   const full = await snapshot();
   const [was, is] = [tally(empty), tally(full)];

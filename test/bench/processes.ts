@@ -83,11 +83,27 @@ export interface BenchServer {
 
 /** The gateway as the benchmark runs it (production, no rate limit, warnings only, no seed file), `env` on top. */
 export function startGateway(name: string, { port, uri, jwtSecret, nodeOptions }: BenchServer, env: Record<string, string> = {}): Child {
-  const base = { NODE_ENV: 'production', RATE_LIMIT: '0', LOG_LEVEL: 'warn', MONGODB_URI: uri, JWT_SECRET: jwtSecret };
   return startNode(name, ['dist/main.js'], {
-    env: { ...base, PORT: String(port), HOST: '127.0.0.1', SEED_FILE: '', ...env },
+    env: { ...gatewayEnv(port, jwtSecret), MONGODB_URI: uri, SEED_FILE: '', ...env },
     nodeOptions,
   });
+}
+
+/**
+ * The gateway on an embedded engine of its own, in memory (`DATA_DIR=memory`), with the demo
+ * data unless `env` names another seed file.
+ */
+export function startGatewayInMemory(
+  name: string,
+  { port, jwtSecret, nodeOptions }: Omit<BenchServer, 'uri'>,
+  env: Record<string, string> = {},
+): Child {
+  return startNode(name, ['dist/main.js'], { env: { ...gatewayEnv(port, jwtSecret), DATA_DIR: 'memory', ...env }, nodeOptions });
+}
+
+/** What every gateway of the benchmark runs with: production, no rate limit, warnings only, on loopback. */
+function gatewayEnv(port: number, jwtSecret: string): Record<string, string> {
+  return { NODE_ENV: 'production', RATE_LIMIT: '0', LOG_LEVEL: 'warn', PORT: String(port), HOST: '127.0.0.1', JWT_SECRET: jwtSecret };
 }
 
 /** A peer of `test/bench/servers/` (`floor` runs `floor.ts`, `express_floor` `express-floor.ts`), run by tsx. */

@@ -1,4 +1,5 @@
 import { connectAs, type Operation, type TestSocket } from '../support/websocket.js';
+import { openInBatches } from './http-subscribers.js';
 
 /**
  * One side's subscribers of the scale scenario's fan-out, in a process of their own: a process
@@ -15,8 +16,6 @@ export type FleetCommand =
   | { close: true };
 export type FleetAnswer = { opened: number } | { delays: number[] } | { closed: true } | { failed: string };
 
-/** Sockets opened at once. */
-const OPENING_IN_PARALLEL = 100;
 const REPLY_WITHIN_MS = 60_000;
 
 const sockets: TestSocket[] = [];
@@ -33,9 +32,7 @@ async function open({ base, authorization, count, sockets: socketCount, query }:
     opened.push(socket);
     return socket.subscribe(query);
   };
-  for (let at = 0; at < socketCount; at += OPENING_IN_PARALLEL) {
-    operations.push(...(await Promise.all(Array.from({ length: Math.min(OPENING_IN_PARALLEL, socketCount - at) }, connect))));
-  }
+  operations.push(...(await openInBatches(socketCount, connect)));
   for (let at = 0; operations.length < count; at++) operations.push(opened[at]!.subscribe(query));
   for (const operation of operations) await operation.next(REPLY_WITHIN_MS);
   return operations.length;

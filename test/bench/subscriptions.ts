@@ -6,7 +6,7 @@ import { MongoClient } from 'mongodb';
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { sample } from '../support/metrics.js';
 import { connectAs, type OperationMessage, type TestSocket } from '../support/websocket.js';
-import { failures, type HttpSubscriber, subscribeOverHttp } from './http-subscribers.js';
+import { failures, type HttpSubscriber, openInBatches, subscribeOverHttp } from './http-subscribers.js';
 import { type Child, freePort, startGateway, startPeer, waitForHttp, waitForOutput } from './processes.js';
 import { atMost, formatTarget, type Target } from './report.js';
 
@@ -67,8 +67,6 @@ export interface LiveServer {
 const USERS = 1_000;
 const SUBSCRIBERS = 1_000;
 const METRICS_TOKEN = 'bench-metrics-token-0123456789';
-/** Sockets opened at once while connecting thousands. */
-const OPENING_IN_PARALLEL = 100;
 const IDLE_QUERY = 'subscription { conversationEvents { kind number } }';
 const QUOTA_QUERY = 'subscription { quota }';
 
@@ -147,15 +145,9 @@ export async function measureSubscriptions(
     /** Opens `count` connections to `server`, one subscription each; `userOf` numbers the server's users from 1. */
     const open = async (server: LiveServer, count: number, userOf: (index: number) => number, query: string) => {
       const running = await subscriptionsOn(server.base);
-      const operations: Subscriber[] = [];
-      for (let at = 0; at < count; at += OPENING_IN_PARALLEL) {
-        const batch = await Promise.all(
-          Array.from({ length: Math.min(OPENING_IN_PARALLEL, count - at) }, (_, offset) =>
-            subscribe(server, `Bearer ${tokens[server.userOffset + userOf(at + offset) - 1]}`, query),
-          ),
-        );
-        operations.push(...batch);
-      }
+      const operations = await openInBatches(count, (index) =>
+        subscribe(server, `Bearer ${tokens[server.userOffset + userOf(index) - 1]}`, query),
+      );
       await untilRunning(server.base, running + count);
       return operations;
     };
