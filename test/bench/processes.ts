@@ -72,6 +72,34 @@ export function startNode(
   };
 }
 
+/** Node flags that load `memory-probe.mjs` into a server, for `collectedHeap`. */
+export const MEMORY_PROBE = ['--expose-gc', '--import', './test/bench/memory-probe.mjs'];
+
+/**
+ * Has a server started with `MEMORY_PROBE` collect its garbage; resolves, once it has, with the
+ * V8 heap it still uses, in bytes.
+ */
+export async function collectedHeap(child: Child, timeoutMs = 60_000): Promise<number> {
+  const stderr = child.process.stderr!;
+  let pending = '';
+  let heapUsed: number | undefined;
+  const onData = (chunk: Buffer) => {
+    pending += chunk.toString();
+    const line = /^\[memory-probe\] (\{.*\})\n/m.exec(pending)?.[1];
+    if (line !== undefined) heapUsed = (JSON.parse(line) as { heapUsed: number }).heapUsed;
+  };
+  stderr.on('data', onData);
+  try {
+    child.process.kill('SIGUSR2');
+    for (const deadline = Date.now() + timeoutMs; heapUsed === undefined; await sleep(10)) {
+      if (Date.now() > deadline) throw new Error(`${child.name} did not answer its memory probe:\n${child.output()}`);
+    }
+    return heapUsed;
+  } finally {
+    stderr.off('data', onData);
+  }
+}
+
 /** Where a server of the benchmark serves and what it reads: its port, the database, the JWT secret. */
 export interface BenchServer {
   port: number;

@@ -6,7 +6,7 @@ import { type Collection, MongoClient } from 'mongodb';
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { conversationDocument, userDocument } from './dataset.js';
 import { median, type Sample } from './load.js';
-import { type Child, freePort, startGateway, startNode, startPeer, waitForHttp, waitForOutput } from './processes.js';
+import { type Child, freePort, MEMORY_PROBE, startGateway, startNode, startPeer, waitForHttp, waitForOutput } from './processes.js';
 import { atMost, formatTarget, type Ratio, summarizeRatio, type Target } from './report.js';
 import { call, type Scenario } from './scenarios.js';
 import { seedUsers } from './seed.js';
@@ -70,10 +70,9 @@ const CASE_CONNECTIONS = 4;
 /**
  * An instance holds 10 000 connections at once (`HTTP_SERVER_LIMITS.maxConnections`,
  * `src/limits.ts`), its HTTP ones included: the gateway's subscriptions share this many sockets
- * (the first few carry two), leaving room for the scenario's requests to `/readyz` and `/metrics`.
+ * (the first few carry two), leaving room for the scenario's requests to `/readyz`.
  */
 const GATEWAY_SOCKETS_AT_MOST = 9_900;
-const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 const QUOTA_QUERY = 'subscription { quota }';
 
 export interface CaseFigures {
@@ -140,8 +139,8 @@ export async function measureScale(
     const liveBase = `http://127.0.0.1:${livePort}`;
     const liveGateway = startGateway(
       'scale subscriptions gateway',
-      { port: livePort, uri: databaseUri, jwtSecret, nodeOptions: options.nodeOptions('scale-subscriptions') },
-      { METRICS_TOKEN, SUBSCRIPTIONS_PER_CALLER: '1000000', LIVE_CONNECTIONS_PER_CALLER: '1000000', WEBSOCKETS_PER_ADDRESS: '1000000' },
+      { port: livePort, uri: databaseUri, jwtSecret, nodeOptions: [...MEMORY_PROBE, ...options.nodeOptions('scale-subscriptions')] },
+      { SUBSCRIPTIONS_PER_CALLER: '1000000', LIVE_CONNECTIONS_PER_CALLER: '1000000', WEBSOCKETS_PER_ADDRESS: '1000000' },
     );
     children.push(liveGateway);
     const floorPort = await freePort();
@@ -150,7 +149,7 @@ export async function measureScale(
       port: floorPort,
       uri: databaseUri,
       jwtSecret,
-      nodeOptions: options.nodeOptions('scale-websocket_floor'),
+      nodeOptions: [...MEMORY_PROBE, ...options.nodeOptions('scale-websocket_floor')],
     });
     children.push(floor);
     await waitForHttp(gateway, `${base}/healthz`);
@@ -185,14 +184,12 @@ export async function measureScale(
       child: liveGateway,
       userOffset: 0,
       transport: 'websocket',
-      heapUsed: async () => heapFromMetrics(liveBase),
     };
     const floorLive: LiveServer = {
       base: floorBase,
       child: floor,
       userOffset: 0,
       transport: 'websocket',
-      heapUsed: async () => ((await (await fetch(`${floorBase}/readyz`)).json()) as { heapUsed: number }).heapUsed,
     };
     const users = db.collection('users');
     const fleets = { gateway: startFleet('gateway'), floor: startFleet('floor') };
@@ -351,12 +348,6 @@ function itemCount(name: Case, body: unknown): number {
   if (name.startsWith('list')) return Array.isArray(data) ? data.length : Number.NaN;
   const messages = (data as { message?: unknown } | undefined)?.message;
   return Array.isArray(messages) ? messages.length : Number.NaN;
-}
-
-async function heapFromMetrics(base: string): Promise<number> {
-  const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
-  const line = text.split('\n').find((candidate) => candidate.startsWith('nodejs_heap_size_used_bytes '));
-  return Number(line?.split(' ')[1]);
 }
 
 /**

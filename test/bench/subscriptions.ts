@@ -4,10 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { MongoClient } from 'mongodb';
 
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
-import { sample } from '../support/metrics.js';
 import { connectAs, type OperationMessage, type TestSocket } from '../support/websocket.js';
 import { failures, type HttpSubscriber, openInBatches, subscribeOverHttp } from './http-subscribers.js';
-import { type Child, freePort, startGateway, startPeer, waitForHttp, waitForOutput } from './processes.js';
+import { type Child, collectedHeap, freePort, MEMORY_PROBE, startGateway, startPeer, waitForHttp, waitForOutput } from './processes.js';
 import { atMost, formatTarget, type Target } from './report.js';
 
 /**
@@ -54,11 +53,11 @@ interface LatencyFigures {
   max_ms: number;
 }
 
-/** A server the scenario measures: where it listens, its process, its heap in use, and how it is subscribed to. */
+/** A server the scenario measures: where it listens, its process, and how it is subscribed to. */
 export interface LiveServer {
   base: string;
+  /** Started with `MEMORY_PROBE`. */
   child: Child;
-  heapUsed(): Promise<number>;
   /** Its users are `userOffset + 1` to `userOffset + USERS`. */
   userOffset: number;
   transport: 'websocket' | 'sse' | 'multipart';
@@ -66,7 +65,6 @@ export interface LiveServer {
 
 const USERS = 1_000;
 const SUBSCRIBERS = 1_000;
-const METRICS_TOKEN = 'bench-metrics-token-0123456789';
 const IDLE_QUERY = 'subscription { conversationEvents { kind number } }';
 const QUOTA_QUERY = 'subscription { quota }';
 
@@ -93,19 +91,18 @@ export async function measureSubscriptions(
     const base = `http://127.0.0.1:${port}`;
     const child = startGateway(
       `subscriptions gateway (${transport})`,
-      { port, uri: databaseUri, jwtSecret, nodeOptions: options.nodeOptions(`subscriptions-${transport}`) },
-      { METRICS_TOKEN, SUBSCRIPTIONS_PER_CALLER: '1000000', LIVE_CONNECTIONS_PER_CALLER: '1000000', WEBSOCKETS_PER_ADDRESS: '1000000' },
+      { port, uri: databaseUri, jwtSecret, nodeOptions: [...MEMORY_PROBE, ...options.nodeOptions(`subscriptions-${transport}`)] },
+      { SUBSCRIPTIONS_PER_CALLER: '1000000', LIVE_CONNECTIONS_PER_CALLER: '1000000', WEBSOCKETS_PER_ADDRESS: '1000000' },
     );
     children.push(child);
-    const metrics = async () => (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
-    return { base, child, userOffset, transport, heapUsed: async () => sample(await metrics(), 'nodejs_heap_size_used_bytes') };
+    return { base, child, userOffset, transport };
   };
   const children: Child[] = [];
   const floorChild = startPeer('websocket_floor', {
     port: floorPort,
     uri: databaseUri,
     jwtSecret,
-    nodeOptions: options.nodeOptions('websocket_floor'),
+    nodeOptions: [...MEMORY_PROBE, ...options.nodeOptions('websocket_floor')],
   });
   children.push(floorChild);
   const floorBase = `http://127.0.0.1:${floorPort}`;
@@ -118,7 +115,6 @@ export async function measureSubscriptions(
       child: floorChild,
       userOffset: 3 * USERS,
       transport: 'websocket',
-      heapUsed: async () => ((await (await fetch(`${floorBase}/readyz`)).json()) as { heapUsed: number }).heapUsed,
     },
   };
   const names = LIVE_SERVERS;
@@ -251,17 +247,19 @@ export async function untilRunning(base: string, count: number): Promise<void> {
   throw new Error(`${base} did not reach ${count} running subscriptions (it runs ${await subscriptionsOn(base)})${failed}`);
 }
 
-/** RSS and V8 heap in use, as medians of samples over a few seconds once the server is idle. */
+/**
+ * RSS and V8 heap in use once the server is idle and has collected its garbage (`collectedHeap`):
+ * the heap as the collection left it, RSS as the median of samples over a few seconds after it.
+ */
 export async function settledMemory(server: LiveServer): Promise<{ rss: number; heap: number }> {
   await sleep(2_000);
+  const heap = await collectedHeap(server.child);
   const rss: number[] = [];
-  const heap: number[] = [];
   for (let index = 0; index < 5; index++) {
-    rss.push(server.child.rss());
-    heap.push(await server.heapUsed());
     await sleep(500);
+    rss.push(server.child.rss());
   }
-  return { rss: middle(rss), heap: middle(heap) };
+  return { rss: middle(rss), heap };
 }
 
 export function summarize(subscribers: number, writes: number, delays: number[]) {
