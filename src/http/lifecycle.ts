@@ -39,7 +39,8 @@ export function drainable(server: Server): { drain(): Promise<void> } {
   server.on('request', (_request, response: ServerResponse) => {
     if (draining) response.shouldKeepAlive = false;
     answering.add(response);
-    response.once('close', () => {
+    // A response closes once: `on` rather than `once`, whose wrapper a live stream would hold besides.
+    response.on('close', () => {
       answering.delete(response);
       if (draining) server.closeIdleConnections();
     });

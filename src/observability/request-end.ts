@@ -33,8 +33,9 @@ export function whenRequestEnds(request: Request, response: Response, done: (out
   }
   const entry: Waiting = { started: process.hrtime.bigint(), done: [done] };
   waiting.set(response, entry);
-  // A response emits `close` once, after its end or when its connection went first.
-  response.once('close', () => {
+  // A response emits `close` once, after its end or when its connection went first: `on` rather
+  // than `once`, whose wrapper a live stream's response would hold for its whole life besides.
+  response.on('close', () => {
     const outcome = {
       route: routePattern(request),
       // As nginx logs it: once the answer has begun, its status, even if the client went before its end.

@@ -25,15 +25,23 @@ export interface ConnectionEnds {
 /** What a subscription does when it fails or its connection expires: its errors as a last answer (SSE), or a rejected `next` (the others). */
 export type FailureShape = 'last answer' | 'rejection';
 
-/** Sockets that carry a live connection now (see `isBehindLiveStream`). */
-const streaming = new WeakSet<Duplex>();
+/**
+ * The live connection each socket carries now (see `LiveConnection.watch` and `isBehindLiveStream`):
+ * one at a time, as a stream's response is never kept alive (`StreamedResponses.track`).
+ */
+const watchers = new WeakMap<Duplex, LiveConnection>();
+
+/** A watched socket closed: its connection ends. */
+function endWatcher(this: Duplex): void {
+  watchers.get(this)?.end();
+}
 
 /**
  * Whether `socket` carries an open live connection: an upgrade request pipelined behind an event
  * stream must not take the stream's socket (the app runs other pipelined requests in turn).
  */
 export function isBehindLiveStream(socket: Duplex | null | undefined): boolean {
-  return socket != null && streaming.has(socket);
+  return socket != null && watchers.has(socket);
 }
 
 /**
@@ -153,7 +161,8 @@ export class LiveConnection {
   private taking: Promise<void> | undefined;
   private startTaking: (() => void) | undefined;
   private over = false;
-  private unwatch: (() => void) | undefined;
+  /** The socket it is carried on, when it watches one (see `watch`). */
+  private watched: Duplex | undefined;
 
   constructor(
     private readonly connections: LiveConnections,
@@ -180,18 +189,25 @@ export class LiveConnection {
     this.taking = undefined;
   }
 
-  /** Ends when `socket` closes (at once if it has): the client went, however and whenever. */
+  /**
+   * Ends when `socket` closes (at once if it has): the client went, however and whenever. A
+   * connection is carried on one socket: watching another lets go of the first.
+   */
   watch(socket: Duplex): void {
     if (socket.destroyed || socket.closed) return this.end();
-    const end = () => this.end();
-    socket.once('close', end);
-    streaming.add(socket);
-    const previous = this.unwatch;
-    this.unwatch = () => {
-      previous?.();
-      socket.off('close', end);
-      streaming.delete(socket);
-    };
+    this.unwatch();
+    // The socket calls its listener with itself as `this`: one function for every socket, no closure each.
+    socket.on('close', endWatcher);
+    watchers.set(socket, this);
+    this.watched = socket;
+  }
+
+  private unwatch(): void {
+    const socket = this.watched;
+    if (socket === undefined) return;
+    this.watched = undefined;
+    socket.off('close', endWatcher);
+    if (watchers.get(socket) === this) watchers.delete(socket);
   }
 
   /**
@@ -229,8 +245,7 @@ export class LiveConnection {
   end(): void {
     if (this.over) return;
     this.over = true;
-    this.unwatch?.();
-    this.unwatch = undefined;
+    this.unwatch();
     this.take();
     for (const subscription of [...this.subscriptions]) subscription.endNow();
     this.connections.released(this);
@@ -275,24 +290,43 @@ class ConnectionSubscription extends PullStream<FormattedExecutionResult> implem
     super();
   }
 
-  protected async pull(): Promise<IteratorResult<FormattedExecutionResult>> {
-    await this.connection.whenTaking();
-    if (this.hasEnded) return this.afterEnd();
-    let next: IteratorResult<FormattedExecutionResult>;
-    try {
-      next = await this.results.next();
-    } catch (error) {
-      this.endNow();
-      if (!(error instanceof SubscriptionFailure)) throw error;
-      this.failure ??= error;
-      return this.afterEnd();
-    }
-    if (this.hasEnded || next.done) {
-      this.endNow();
-      return this.afterEnd();
-    }
-    return next;
+  /**
+   * Its next result once the connection takes events. Promise steps rather than an async
+   * function: an idle subscription waits here for its whole life, and a suspended async function
+   * holds its frame besides (and costs each event a promise job more).
+   */
+  protected pull(): Promise<IteratorResult<FormattedExecutionResult>> {
+    const taking = this.connection.whenTaking();
+    if (taking === undefined) return this.nextResult();
+    return taking.then(() => (this.hasEnded ? this.afterEnd() : this.nextResult()));
   }
+
+  private nextResult(): Promise<IteratorResult<FormattedExecutionResult>> {
+    let next: Promise<IteratorResult<FormattedExecutionResult>>;
+    try {
+      next = this.results.next();
+    } catch (error) {
+      return this.failed(error);
+    }
+    return next.then(this.passOn, this.failed);
+  }
+
+  /** A result of the stream, unless the subscription has ended meanwhile (or the stream did). */
+  private readonly passOn = (
+    next: IteratorResult<FormattedExecutionResult>,
+  ): IteratorResult<FormattedExecutionResult> | Promise<IteratorResult<FormattedExecutionResult>> => {
+    if (!this.hasEnded && !next.done) return next;
+    this.endNow();
+    return this.afterEnd();
+  };
+
+  /** A failure of the stream ends it: a `SubscriptionFailure` as its last words, anything else as a rejection. */
+  private readonly failed = (error: unknown): Promise<IteratorResult<FormattedExecutionResult>> => {
+    this.endNow();
+    if (!(error instanceof SubscriptionFailure)) return Promise.reject(error);
+    this.failure ??= error;
+    return this.afterEnd();
+  };
 
   /** Ends it without last words. */
   override return(): Promise<IteratorResult<FormattedExecutionResult>> {

@@ -16,8 +16,22 @@ import { answerText } from '../operations/shared-executions.js';
  * the socket with 1011, as with `useServer`, and is logged here rather than on the console.
  */
 export function openProtocol<E>(server: Server<E>, websocket: WebSocket, extra: E, logger: Logger): void {
-  const closed = server.opened(new ProtocolSocket(websocket, logger), extra);
-  websocket.on('close', (code, reason) => void closed(code, String(reason)));
+  const socket = new ProtocolSocket(websocket, logger);
+  protocolSockets.set(websocket, socket);
+  socket.closed = server.opened(socket, extra);
+  websocket.on('close', protocolClosed);
+}
+
+/** graphql-ws's view of each open socket, for the socket's listeners (see `protocolClosed`). */
+const protocolSockets = new WeakMap<WebSocket, ProtocolSocket>();
+
+/** ws calls a listener with the socket as `this`: one function for every socket, rather than a closure each. */
+function protocolClosed(this: WebSocket, code: number, reason: Buffer): void {
+  void protocolSockets.get(this)?.closed?.(code, String(reason));
+}
+
+function protocolMessage(this: WebSocket, data: WebSocket.RawData): void {
+  protocolSockets.get(this)?.received(String(data));
 }
 
 /**
@@ -25,6 +39,11 @@ export function openProtocol<E>(server: Server<E>, websocket: WebSocket, extra: 
  * idle socket holds it for its whole life.
  */
 class ProtocolSocket implements WebSocketOfProtocol {
+  /** graphql-ws's end of the socket (`opened`'s answer). */
+  closed: ((code?: number, reason?: string) => Promise<void>) | undefined;
+  /** graphql-ws's handler of the socket's messages. */
+  private handle: ((data: string) => Promise<void>) | undefined;
+
   constructor(
     private readonly websocket: WebSocket,
     private readonly logger: Logger,
@@ -49,12 +68,14 @@ class ProtocolSocket implements WebSocketOfProtocol {
   }
 
   onMessage(handle: (data: string) => Promise<void>): void {
-    const { websocket, logger } = this;
-    websocket.on('message', (data) => {
-      handle(String(data)).catch((error: unknown) => {
-        logger.error({ err: error }, 'a WebSocket message could not be handled: its socket is closed with 1011');
-        websocket.close(CloseCode.InternalServerError, 'Internal server error');
-      });
+    this.handle = handle;
+    this.websocket.on('message', protocolMessage);
+  }
+
+  received(data: string): void {
+    this.handle?.(data).catch((error: unknown) => {
+      this.logger.error({ err: error }, 'a WebSocket message could not be handled: its socket is closed with 1011');
+      this.websocket.close(CloseCode.InternalServerError, 'Internal server error');
     });
   }
 }

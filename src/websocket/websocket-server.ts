@@ -206,7 +206,8 @@ function track(server: SocketServer, websocket: BoundedWebSocket, address: strin
     ),
   };
   metrics.websocketOpened();
-  websocket.once('close', (code, reason) => {
+  // A socket closes once: `on` rather than `once`, whose wrapper an idle socket would hold besides.
+  websocket.on('close', (code, reason) => {
     state.cancelInitWait?.();
     state.operations.endAll();
     connection.end();
