@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 import type { Request as ExpressRequest, Response as ExpressResponse } from 'express';
@@ -120,7 +120,7 @@ export function serverSentEvents(pipeline: OperationPipeline, streams: StreamedR
         connection.end();
         return answer(response, body, init);
       }
-      door.stream = streams.track(response, connection, (ended) => ended.end());
+      door.stream = streams.track(response, connection, endResponse);
       streams.detach(door.stream, writeStream(body, init, door.stream));
     }),
     close() {
@@ -151,6 +151,11 @@ class DistinctStreamEnds implements ConnectionEnds {
     if (this.stream) this.stream.cut();
     else this.socket.destroy();
   }
+}
+
+/** How an event stream ends cleanly: graphql-sse's last events are written by then. One function for every stream. */
+function endResponse(response: ServerResponse): void {
+  response.end();
 }
 
 /** Answers a request the handler answered in one piece. */
@@ -353,7 +358,7 @@ class Reservation implements ConnectionEnds {
     this.body = body;
     if (!this.connection.isOpen) return void (await body.return());
     this.connection.watch(request.socket);
-    this.stream = streams.track(response, this.connection, (ended) => ended.end());
+    this.stream = streams.track(response, this.connection, endResponse);
     this.connection.take();
     streams.detach(this.stream, writeStream(body, init, this.stream));
   }

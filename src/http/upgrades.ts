@@ -128,7 +128,8 @@ function unfinishedResponseByConnection(server: Server): WeakMap<Duplex, ServerR
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
     const connection = request.socket;
     responses.set(connection, response);
-    response.once('close', () => {
+    // A response closes once: `on` rather than `once`, whose wrapper a live stream would hold besides.
+    response.on('close', () => {
       if (responses.get(connection) === response) responses.delete(connection);
     });
   });
