@@ -9,7 +9,7 @@ import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { withDatabaseName } from '../../src/db/uri.js';
 import { BENCH_USER_ID, conversationCounts, QUICK_DATASET } from './dataset.js';
 import { median, send } from './load.js';
-import { type Child, freePort, startGateway, startNode, startPeer, waitForHttp, waitForOutput } from './processes.js';
+import { askProbe, type Child, freePort, startGateway, startNode, startPeer, waitForHttp, waitForOutput } from './processes.js';
 import { type Scenario, SCENARIO_NAMES, type ScenarioName, scenarios } from './scenarios.js';
 import { seedUsers, smallUserCount } from './seed.js';
 
@@ -86,31 +86,7 @@ interface Probed {
 }
 
 function probed(child: Child, base: string): Probed {
-  const lines: ProbeTotals[] = [];
-  let pending = '';
-  child.process.stderr!.on('data', (chunk: Buffer) => {
-    pending += chunk.toString();
-    const complete = pending.split('\n');
-    pending = complete.pop()!;
-    for (const line of complete) {
-      const totals = /^\[allocation-probe\] (\{.*\})$/.exec(line)?.[1];
-      if (totals !== undefined) lines.push(JSON.parse(totals) as ProbeTotals);
-    }
-  });
-  return {
-    child,
-    base,
-    async mark() {
-      const seen = lines.length;
-      child.process.kill('SIGUSR2');
-      const deadline = Date.now() + 60_000;
-      while (lines.length === seen) {
-        if (Date.now() > deadline) throw new Error(`${child.name} did not answer its allocation probe:\n${child.output()}`);
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-      return lines[seen]!;
-    },
-  };
+  return { child, base, mark: () => askProbe<ProbeTotals>(child, 'allocation-probe') };
 }
 
 interface Measurement {

@@ -79,22 +79,31 @@ export const MEMORY_PROBE = ['--expose-gc', '--import', './test/bench/memory-pro
  * Has a server started with `MEMORY_PROBE` collect its garbage; resolves, once it has, with the
  * V8 heap it still uses, in bytes.
  */
-export async function collectedHeap(child: Child, timeoutMs = 60_000): Promise<number> {
+export async function collectedHeap(child: Child): Promise<number> {
+  return (await askProbe<{ heapUsed: number }>(child, 'memory-probe')).heapUsed;
+}
+
+/**
+ * Sends SIGUSR2 to a server with a probe of the benchmark loaded (`memory-probe.mjs`,
+ * `allocation-probe.mjs`), and resolves with the JSON of the next line the probe prints on stderr
+ * (`[<probe>] {…}`).
+ */
+export async function askProbe<T>(child: Child, probe: string, timeoutMs = 60_000): Promise<T> {
   const stderr = child.process.stderr!;
+  const pattern = new RegExp(`^\\[${probe}\\] (\\{.*\\})\\n`, 'm');
   let pending = '';
-  let heapUsed: number | undefined;
+  let answer: string | undefined;
   const onData = (chunk: Buffer) => {
     pending += chunk.toString();
-    const line = /^\[memory-probe\] (\{.*\})\n/m.exec(pending)?.[1];
-    if (line !== undefined) heapUsed = (JSON.parse(line) as { heapUsed: number }).heapUsed;
+    answer ??= pattern.exec(pending)?.[1];
   };
   stderr.on('data', onData);
   try {
     child.process.kill('SIGUSR2');
-    for (const deadline = Date.now() + timeoutMs; heapUsed === undefined; await sleep(10)) {
-      if (Date.now() > deadline) throw new Error(`${child.name} did not answer its memory probe:\n${child.output()}`);
+    for (const deadline = Date.now() + timeoutMs; answer === undefined; await sleep(10)) {
+      if (Date.now() > deadline) throw new Error(`${child.name} did not answer its ${probe}:\n${child.output()}`);
     }
-    return heapUsed;
+    return JSON.parse(answer) as T;
   } finally {
     stderr.off('data', onData);
   }
