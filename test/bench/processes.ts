@@ -76,11 +76,19 @@ export function startNode(
 export const MEMORY_PROBE = ['--expose-gc', '--import', './test/bench/memory-probe.mjs'];
 
 /**
- * Has a server started with `MEMORY_PROBE` collect its garbage; resolves, once it has, with the
- * V8 heap it still uses, in bytes.
+ * The V8 heap of a server once it has collected its garbage, in bytes: what it still uses, and
+ * what V8 keeps committed for it (used or not: a young generation grown by past allocation, pages
+ * left part-empty), which RSS counts.
  */
-export async function collectedHeap(child: Child): Promise<number> {
-  return (await askProbe<{ heapUsed: number }>(child, 'memory-probe')).heapUsed;
+export interface CollectedHeap {
+  used: number;
+  committed: number;
+}
+
+/** Has a server started with `MEMORY_PROBE` collect its garbage; resolves, once it has, with its heap. */
+export async function collectedHeap(child: Child): Promise<CollectedHeap> {
+  const { heapUsed, heapTotal } = await askProbe<{ heapUsed: number; heapTotal: number }>(child, 'memory-probe');
+  return { used: heapUsed, committed: heapTotal };
 }
 
 /**

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 
 import type { Sample } from './load.js';
 import { formatReport, jsonReport, ratiosOf, type Report, type ScenarioSummary, targetsOf } from './report.js';
-import { type SubscriptionReport, subscriptionTargets } from './subscriptions.js';
+import { formatSubscriptionReport, type SubscriptionReport, subscriptionTargets } from './subscriptions.js';
 
 /** A scenario measured in rounds with these CPU times per request (µs), in round order. */
 function measured(cpu: readonly number[]): ScenarioSummary {
@@ -75,13 +75,21 @@ describe('the benchmark report', () => {
 
   it('holds live updates, on each transport, to a p99 within 1.2× the WebSocket floor p99 and to its RSS per idle socket', () => {
     const latency = { subscribers: 1000, writes: 100, events: 100_000, p50_ms: 4, p99_ms: 12, max_ms: 15 };
-    const idle = { sockets: 5000, rss_mb_before: 100, rss_mb_after: 140, rss_kb_per_socket: 8.2, heap_kb_per_socket: 6 };
+    const idle = {
+      sockets: 5000,
+      rss_mb_before: 100,
+      rss_mb_after: 140,
+      rss_kb_per_socket: 8.2,
+      heap_kb_per_socket: 6,
+      heap_committed_kb_per_socket: 7.5,
+    };
     const live: SubscriptionReport = {
       idle: {
         gateway: idle,
         gateway_sse: { ...idle, rss_kb_per_socket: 13 },
         gateway_multipart: { ...idle, rss_kb_per_socket: 12 },
         floor: { ...idle, rss_kb_per_socket: 12 },
+        floor_sse: { ...idle, rss_kb_per_socket: 10 },
       },
       latency: {
         one_user: {
@@ -89,12 +97,14 @@ describe('the benchmark report', () => {
           gateway_sse: { ...latency, p99_ms: 9 },
           gateway_multipart: { ...latency, p99_ms: 10.9 },
           floor: { ...latency, p99_ms: 9 },
+          floor_sse: { ...latency, p99_ms: 6 },
         },
         many_users: {
           gateway: { ...latency, p99_ms: 2 },
           gateway_sse: { ...latency, p99_ms: 2 },
           gateway_multipart: { ...latency, p99_ms: 2 },
           floor: { ...latency, p99_ms: 1 },
+          floor_sse: { ...latency, p99_ms: 1 },
         },
       },
     };
@@ -106,5 +116,11 @@ describe('the benchmark report', () => {
       ["multipart: write to event p99 / the floor's, 1000 subscribers of one user", 1.211, false],
       ["multipart: RSS per idle subscription / the floor's per idle socket", 1, true],
     ]);
+    // The SSE floor is shown beside the targets, which stay against the WebSocket floor.
+    const text = formatSubscriptionReport(live);
+    expect(text).toContain(
+      'RSS per idle connection: gateway / floor 0.68, gateway_sse / floor 1.08, gateway_multipart / floor 1.00, floor_sse / floor 0.83, gateway_sse / floor_sse 1.30, gateway_multipart / floor_sse 1.20',
+    );
+    expect(text).toContain('gateway_sse / floor_sse: p50 1.00, p99 1.50');
   });
 });

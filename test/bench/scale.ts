@@ -11,12 +11,12 @@ import { atMost, formatTarget, type Ratio, summarizeRatio, type Target } from '.
 import { call, type Scenario } from './scenarios.js';
 import { seedUsers } from './seed.js';
 import type { FleetAnswer, FleetCommand } from './subscriber-fleet.js';
-import { type LiveServer, settledMemory, subscriptionsOn, summarize, untilRunning } from './subscriptions.js';
+import { type LiveServer, type SettledMemory, settledMemory, subscriptionsOn, summarize, untilRunning } from './subscriptions.js';
 
 /**
  * The scale scenarios: how the cost of a request and of live updates grows with the data, on a
  * database of their own (bulk-seeded through the driver, as the main data set is) and a gateway
- * process of their own, with the WebSocket floor (`servers/websocket-floor.ts`) for the fan-out.
+ * process of their own, with the WebSocket floor (`servers/live-floor.ts`) for the fan-out.
  *
  * - list: the REST list's CPU per request for a user with `largeList` conversations over a user
  *   with 200 (each answers the newest 100);
@@ -92,7 +92,9 @@ export interface FanOutFigures {
   rss_mb_before: number;
   rss_mb_after: number;
   rss_growth_mb: number;
+  /** The V8 heap's growth after a full collection: in use, and committed (used or not, in RSS). */
   heap_growth_mb: number;
+  heap_committed_growth_mb: number;
   /** Write-to-event latencies at every subscriber, all rounds together, and each round's p99. */
   events: number;
   p50_ms: number;
@@ -145,11 +147,11 @@ export async function measureScale(
     children.push(liveGateway);
     const floorPort = await freePort();
     const floorBase = `http://127.0.0.1:${floorPort}`;
-    const floor = startPeer('websocket_floor', {
+    const floor = startPeer('live_floor', {
       port: floorPort,
       uri: databaseUri,
       jwtSecret,
-      nodeOptions: [...MEMORY_PROBE, ...options.nodeOptions('scale-websocket_floor')],
+      nodeOptions: [...MEMORY_PROBE, ...options.nodeOptions('scale-live_floor')],
     });
     children.push(floor);
     await waitForHttp(gateway, `${base}/healthz`);
@@ -228,7 +230,7 @@ export async function measureScale(
 
     const samples = Object.fromEntries(CASES.map((name) => [name, [] as Sample[]])) as Record<Case, Sample[]>;
     const delays = { gateway: [] as number[][], floor: [] as number[][] };
-    const memory = {} as Record<'gateway' | 'floor', { before: { rss: number; heap: number }; after: { rss: number; heap: number } }>;
+    const memory = {} as Record<'gateway' | 'floor', { before: SettledMemory; after: SettledMemory }>;
     for (let round = 0; round < sizes.rounds; round++) {
       log(`scale: round ${round + 1} of ${sizes.rounds}`);
       for (const name of round % 2 === 0 ? CASES : SWAPPED) {
@@ -433,11 +435,7 @@ function caseFigures(samples: Sample[], bodyBytes: number): CaseFigures {
   };
 }
 
-function fanOutFigures(
-  sockets: number,
-  memory: { before: { rss: number; heap: number }; after: { rss: number; heap: number } },
-  rounds: number[][],
-): FanOutFigures {
+function fanOutFigures(sockets: number, memory: { before: SettledMemory; after: SettledMemory }, rounds: number[][]): FanOutFigures {
   const all = summarize(sockets, 0, rounds.flat());
   const megabytes = (bytes: number) => bytes / 2 ** 20;
   return {
@@ -445,7 +443,8 @@ function fanOutFigures(
     rss_mb_before: megabytes(memory.before.rss),
     rss_mb_after: megabytes(memory.after.rss),
     rss_growth_mb: megabytes(memory.after.rss - memory.before.rss),
-    heap_growth_mb: megabytes(memory.after.heap - memory.before.heap),
+    heap_growth_mb: megabytes(memory.after.heap.used - memory.before.heap.used),
+    heap_committed_growth_mb: megabytes(memory.after.heap.committed - memory.before.heap.committed),
     events: all.events,
     p50_ms: all.p50_ms,
     p99_ms: all.p99_ms,
@@ -489,7 +488,7 @@ export function formatScaleReport(report: ScaleReport): string {
   const fanRow = (name: 'gateway' | 'floor') => {
     const figures = fanout[name];
     return (
-      `  ${name.padEnd(8)} ${figures.sockets} idle sockets: RSS ${fixed(figures.rss_mb_before, 0)} → ${fixed(figures.rss_mb_after, 0)} MB (+${fixed(figures.rss_growth_mb, 1)} MB, heap +${fixed(figures.heap_growth_mb, 1)} MB); ` +
+      `  ${name.padEnd(8)} ${figures.sockets} idle sockets: RSS ${fixed(figures.rss_mb_before, 0)} → ${fixed(figures.rss_mb_after, 0)} MB (+${fixed(figures.rss_growth_mb, 1)} MB, heap +${fixed(figures.heap_growth_mb, 1)} MB in use, +${fixed(figures.heap_committed_growth_mb, 1)} MB committed); ` +
       `${figures.events} events: p50 ${fixed(figures.p50_ms, 1)} ms, p99 ${fixed(figures.p99_ms, 1)} ms (rounds: ${figures.p99_ms_per_round.map((value) => fixed(value, 1)).join(', ')}), max ${fixed(figures.max_ms, 1)} ms`
     );
   };

@@ -6,15 +6,28 @@ import { MongoClient } from 'mongodb';
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { connectAs, type OperationMessage, type TestSocket } from '../support/websocket.js';
 import { failures, type HttpSubscriber, openInBatches, subscribeOverHttp } from './http-subscribers.js';
-import { type Child, collectedHeap, freePort, MEMORY_PROBE, startGateway, startPeer, waitForHttp, waitForOutput } from './processes.js';
+import {
+  type Child,
+  type CollectedHeap,
+  collectedHeap,
+  freePort,
+  MEMORY_PROBE,
+  startGateway,
+  startPeer,
+  waitForHttp,
+  waitForOutput,
+} from './processes.js';
 import { atMost, formatTarget, type Target } from './report.js';
 
 /**
  * The subscriptions scenario: a gateway process for each of its three transports (WebSocket,
  * Server-Sent Events, multipart HTTP; caps raised: every connection comes from this one
- * address), and the WebSocket floor (`servers/websocket-floor.ts`: `ws` and the driver's
- * change stream alone), fed by the same database server as the rest of the benchmark. Each figure
- * is measured on all four, the floor showing what this machine's sockets cost by themselves.
+ * address), and the floor (`servers/live-floor.ts`: the driver's change stream and `ws`, or a
+ * bare `node:http` event stream, alone) over WebSocket and over SSE, fed by the same database
+ * server as the rest of the benchmark. Each figure is measured on all five, the floor showing
+ * what this machine's sockets, and Node's HTTP responses, cost by themselves. The targets are
+ * against the WebSocket floor; the SSE floor shows how much of an HTTP stream's distance from it
+ * no server on Node's HTTP server can close.
  *
  * - idle: `idleSockets` authenticated connections, each with one subscription (five per user), and
  *   what they cost the server: RSS and V8 heap, per connection.
@@ -28,9 +41,9 @@ export interface SubscriptionReport {
   latency: Record<'one_user' | 'many_users', Record<LiveServerName, LatencyFigures>>;
 }
 
-/** The gateway over each transport (`gateway` is its WebSocket), and the WebSocket floor. */
-type LiveServerName = 'gateway' | 'gateway_sse' | 'gateway_multipart' | 'floor';
-const LIVE_SERVERS: readonly LiveServerName[] = ['gateway', 'gateway_sse', 'gateway_multipart', 'floor'];
+/** The gateway over each transport (`gateway` is its WebSocket), and the floor over WebSocket (`floor`) and SSE. */
+type LiveServerName = 'gateway' | 'gateway_sse' | 'gateway_multipart' | 'floor' | 'floor_sse';
+const LIVE_SERVERS: readonly LiveServerName[] = ['gateway', 'gateway_sse', 'gateway_multipart', 'floor', 'floor_sse'];
 
 /** One subscriber, whatever its transport. */
 interface Subscriber {
@@ -43,6 +56,8 @@ interface IdleFigures {
   rss_mb_after: number;
   rss_kb_per_socket: number;
   heap_kb_per_socket: number;
+  /** The heap V8 keeps committed, used or not (RSS counts it all). */
+  heap_committed_kb_per_socket: number;
 }
 interface LatencyFigures {
   subscribers: number;
@@ -98,11 +113,11 @@ export async function measureSubscriptions(
     return { base, child, userOffset, transport };
   };
   const children: Child[] = [];
-  const floorChild = startPeer('websocket_floor', {
+  const floorChild = startPeer('live_floor', {
     port: floorPort,
     uri: databaseUri,
     jwtSecret,
-    nodeOptions: [...MEMORY_PROBE, ...options.nodeOptions('websocket_floor')],
+    nodeOptions: [...MEMORY_PROBE, ...options.nodeOptions('live_floor')],
   });
   children.push(floorChild);
   const floorBase = `http://127.0.0.1:${floorPort}`;
@@ -115,6 +130,12 @@ export async function measureSubscriptions(
       child: floorChild,
       userOffset: 3 * USERS,
       transport: 'websocket',
+    },
+    floor_sse: {
+      base: floorBase,
+      child: floorChild,
+      userOffset: 4 * USERS,
+      transport: 'sse',
     },
   };
   const names = LIVE_SERVERS;
@@ -169,7 +190,8 @@ export async function measureSubscriptions(
         rss_mb_before: before.rss / 2 ** 20,
         rss_mb_after: after.rss / 2 ** 20,
         rss_kb_per_socket: (after.rss - before.rss) / 1024 / options.idleSockets,
-        heap_kb_per_socket: (after.heap - before.heap) / 1024 / options.idleSockets,
+        heap_kb_per_socket: (after.heap.used - before.heap.used) / 1024 / options.idleSockets,
+        heap_committed_kb_per_socket: (after.heap.committed - before.heap.committed) / 1024 / options.idleSockets,
       };
     }
 
@@ -247,11 +269,17 @@ export async function untilRunning(base: string, count: number): Promise<void> {
   throw new Error(`${base} did not reach ${count} running subscriptions (it runs ${await subscriptionsOn(base)})${failed}`);
 }
 
+/** A server's memory, in bytes: RSS, and its V8 heap (`CollectedHeap`). */
+export interface SettledMemory {
+  rss: number;
+  heap: CollectedHeap;
+}
+
 /**
- * RSS and V8 heap in use once the server is idle and has collected its garbage (`collectedHeap`):
- * the heap as the collection left it, RSS as the median of samples over a few seconds after it.
+ * RSS and V8 heap once the server is idle and has collected its garbage (`collectedHeap`): the
+ * heap as the collection left it, RSS as the median of samples over a few seconds after it.
  */
-export async function settledMemory(server: LiveServer): Promise<{ rss: number; heap: number }> {
+export async function settledMemory(server: LiveServer): Promise<SettledMemory> {
   await sleep(2_000);
   const heap = await collectedHeap(server.child);
   const rss: number[] = [];
@@ -302,27 +330,46 @@ const GATEWAY_TRANSPORTS: readonly [LiveServerName, string][] = [
   ['gateway_multipart', 'multipart'],
 ];
 
+/**
+ * The ratios the report shows besides the targets: each transport against the WebSocket floor, the
+ * SSE floor against it, and the HTTP streams against the SSE floor (what Node's HTTP server costs
+ * being the same on both sides).
+ */
+const COMPARED: readonly [LiveServerName, LiveServerName][] = [
+  ['gateway', 'floor'],
+  ['gateway_sse', 'floor'],
+  ['gateway_multipart', 'floor'],
+  ['floor_sse', 'floor'],
+  ['gateway_sse', 'floor_sse'],
+  ['gateway_multipart', 'floor_sse'],
+];
+
 export function formatSubscriptionReport(report: SubscriptionReport): string {
   const { idle, latency } = report;
   const idleRow = (name: LiveServerName) => {
     const figures = idle[name];
     return (
       `  ${name.padEnd(18)} ${figures.sockets} idle authenticated subscriptions: RSS ${figures.rss_mb_before.toFixed(0)} → ` +
-      `${figures.rss_mb_after.toFixed(0)} MB, ${figures.rss_kb_per_socket.toFixed(1)} KB RSS and ${figures.heap_kb_per_socket.toFixed(1)} KB of heap per connection`
+      `${figures.rss_mb_after.toFixed(0)} MB, ${figures.rss_kb_per_socket.toFixed(1)} KB RSS and ${figures.heap_kb_per_socket.toFixed(1)} KB of heap in use ` +
+      `(${figures.heap_committed_kb_per_socket.toFixed(1)} KB committed) per connection`
     );
   };
+  const idleRatios = COMPARED.map(
+    ([name, floor]) => `${name} / ${floor} ${(idle[name].rss_kb_per_socket / idle[floor].rss_kb_per_socket).toFixed(2)}`,
+  );
   const latencyRow = (name: string, figures: LatencyFigures) =>
     `  ${name.padEnd(52)} ${String(figures.events).padStart(7)} events   p50 ${figures.p50_ms.toFixed(2)} ms   p99 ${figures.p99_ms.toFixed(2)} ms   max ${figures.max_ms.toFixed(1)} ms`;
   const latencyRows = (scenario: string, figures: Record<LiveServerName, LatencyFigures>) => [
     ...LIVE_SERVERS.map((name) => latencyRow(`${name}, ${scenario}`, figures[name])),
-    ...GATEWAY_TRANSPORTS.map(
-      ([name]) =>
-        `  ${''.padEnd(52)} ${name} / floor: p50 ${(figures[name].p50_ms / figures.floor.p50_ms).toFixed(2)}, p99 ${(figures[name].p99_ms / figures.floor.p99_ms).toFixed(2)}`,
+    ...COMPARED.map(
+      ([name, floor]) =>
+        `  ${''.padEnd(52)} ${name} / ${floor}: p50 ${(figures[name].p50_ms / figures[floor].p50_ms).toFixed(2)}, p99 ${(figures[name].p99_ms / figures[floor].p99_ms).toFixed(2)}`,
     ),
   ];
   return [
-    'subscriptions (the gateway over WebSocket, SSE and multipart, and the WebSocket floor; writes straight to the database):',
+    'subscriptions (the gateway over WebSocket, SSE and multipart, and the floor over WebSocket and SSE; writes straight to the database):',
     ...LIVE_SERVERS.map(idleRow),
+    `  RSS per idle connection: ${idleRatios.join(', ')}`,
     '  write to event at the subscriber:',
     ...latencyRows(`${latency.one_user.gateway.subscribers} subscribers of one user`, latency.one_user),
     ...latencyRows(`${latency.many_users.gateway.subscribers} subscribers of ${USERS} users`, latency.many_users),
