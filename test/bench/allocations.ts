@@ -9,7 +9,7 @@ import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { withDatabaseName } from '../../src/db/uri.js';
 import { BENCH_USER_ID, conversationCounts, QUICK_DATASET } from './dataset.js';
 import { median, send } from './load.js';
-import { askProbe, type Child, freePort, startGateway, startNode, startPeer, waitForHttp, waitForOutput } from './processes.js';
+import { askProbe, type Child, freePort, startEmbeddedEngine, startGateway, startPeer, waitForHttp, waitForOutput } from './processes.js';
 import { type Scenario, SCENARIO_NAMES, type ScenarioName, scenarios } from './scenarios.js';
 import { seedUsers, smallUserCount } from './seed.js';
 
@@ -117,9 +117,7 @@ async function measure(server: Probed, scenario: Scenario): Promise<Measurement>
 async function main(): Promise<void> {
   const children: Child[] = [];
   try {
-    const engine = startNode('embedded engine', ['dist/cli/embedded-db.js', '--port', String(await freePort())]);
-    children.push(engine);
-    const [server] = (await waitForOutput(engine, /mongodb:\/\/127\.0\.0\.1:\d+\/\S*/)) as unknown as [string];
+    const { server } = await startEmbeddedEngine(children);
     const uri = withDatabaseName(server, 'chat_gateway_allocations');
     const jwtSecret = randomBytes(24).toString('base64url');
     const profiling: Record<string, string> =

@@ -5,9 +5,19 @@ import { parseArgs } from 'node:util';
 import { MongoClient } from 'mongodb';
 
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
+import { withDatabaseName } from '../../src/db/uri.js';
 import { connectAs } from '../support/websocket.js';
 import { openInBatches, subscribeOverHttp } from './http-subscribers.js';
-import { type Child, freePort, startGateway, startNode, startPeer, waitForHttp, waitForOutput } from './processes.js';
+import {
+  type Child,
+  freePort,
+  startEmbeddedEngine,
+  startGateway,
+  startPeer,
+  UNCAPPED_LIVE_CONNECTIONS,
+  waitForHttp,
+  waitForOutput,
+} from './processes.js';
 import { summarize } from './subscriptions.js';
 
 /**
@@ -34,14 +44,9 @@ const SERVERS: readonly { name: ServerName; transport: 'websocket' | 'sse' | 'mu
   { name: 'floor', transport: 'websocket', floor: true },
   { name: 'floor_sse', transport: 'sse', floor: true },
 ];
-/** Caps raised: every subscriber comes from this one address. */
-const UNCAPPED = { SUBSCRIPTIONS_PER_CALLER: '1000000', LIVE_CONNECTIONS_PER_CALLER: '1000000', WEBSOCKETS_PER_ADDRESS: '1000000' };
-
 const children: Child[] = [];
-const engine = startNode('embedded engine', ['dist/cli/embedded-db.js', '--port', String(await freePort())]);
-children.push(engine);
-const [server] = (await waitForOutput(engine, /mongodb:\/\/127\.0\.0\.1:\d+\/\S*/)) as unknown as [string];
-const uri = `${server.replace(/\/[^/]*$/, '')}/fan_out_cpu`;
+const { server } = await startEmbeddedEngine(children);
+const uri = withDatabaseName(server, 'fan_out_cpu');
 const client = await MongoClient.connect(uri);
 try {
   const users = client.db().collection('users');
@@ -59,7 +64,7 @@ try {
       let port = floorPort;
       if (!onFloor) {
         port = await freePort();
-        child = startGateway(`gateway (${transport})`, { port, uri, jwtSecret }, UNCAPPED);
+        child = startGateway(`gateway (${transport})`, { port, uri, jwtSecret }, UNCAPPED_LIVE_CONNECTIONS);
         children.push(child);
         await waitForHttp(child, `http://127.0.0.1:${port}/healthz`);
       }

@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { connectAs, type TestSocket } from '../support/websocket.js';
 import { type HttpSubscriber, openInBatches, subscribeOverHttp } from './http-subscribers.js';
-import { freePort, ROOT, startGatewayInMemory, waitForHttp } from './processes.js';
+import { freePort, ROOT, startGatewayInMemory, UNCAPPED_LIVE_CONNECTIONS, waitForHttp } from './processes.js';
 
 /**
  * What an idle subscription holds on the gateway, by kind of object: a gateway process on the
@@ -70,7 +70,7 @@ mkdirSync(directory, { recursive: true });
 const gateway = startGatewayInMemory(
   'gateway',
   { port, jwtSecret, nodeOptions: ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${directory}`] },
-  { SUBSCRIPTIONS_PER_CALLER: '1000000', LIVE_CONNECTIONS_PER_CALLER: '1000000', WEBSOCKETS_PER_ADDRESS: '1000000' },
+  UNCAPPED_LIVE_CONNECTIONS,
 );
 const open: (HttpSubscriber | TestSocket)[] = [];
 try {

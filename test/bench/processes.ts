@@ -117,6 +117,24 @@ export async function askProbe<T>(child: Child, probe: string, timeoutMs = 60_00
   }
 }
 
+/**
+ * The embedded engine in a process of its own, in memory, added to `children` (which the caller
+ * stops); resolves once it listens, with its server's URI.
+ */
+export async function startEmbeddedEngine(children: Child[]): Promise<{ engine: Child; server: string }> {
+  const engine = startNode('embedded engine', ['dist/cli/embedded-db.js', '--port', String(await freePort())]);
+  children.push(engine);
+  const [server] = (await waitForOutput(engine, /mongodb:\/\/127\.0\.0\.1:\d+\/\S*/)) as unknown as [string];
+  return { engine, server };
+}
+
+/** The gateway's live-connection caps raised, for a benchmark whose every subscriber comes from one address. */
+export const UNCAPPED_LIVE_CONNECTIONS: Record<string, string> = {
+  SUBSCRIPTIONS_PER_CALLER: '1000000',
+  LIVE_CONNECTIONS_PER_CALLER: '1000000',
+  WEBSOCKETS_PER_ADDRESS: '1000000',
+};
+
 /** Where a server of the benchmark serves and what it reads: its port, the database, the JWT secret. */
 export interface BenchServer {
   port: number;

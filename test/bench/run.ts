@@ -12,7 +12,7 @@ import { checkAnswers } from './checks.js';
 import { commandsPerRequest } from './commands.js';
 import { BENCH_USER_ID, conversationCounts, FULL_DATASET, QUICK_DATASET } from './dataset.js';
 import { drive, median, type Sample } from './load.js';
-import { type Child, freePort, ROOT, startGateway, startNode, startPeer, waitForHttp, waitForOutput } from './processes.js';
+import { type Child, freePort, ROOT, startEmbeddedEngine, startGateway, startPeer, waitForHttp, waitForOutput } from './processes.js';
 import { formatReport, jsonReport, ratiosOf, type Report, type ScenarioSummary, targetsOf } from './report.js';
 import { formatScaleReport, FULL_SCALE, measureScale, QUICK_SCALE, type ScaleReport, scaleTargets } from './scale.js';
 import { type Scenario, SCENARIO_NAMES, scenarios, type Target } from './scenarios.js';
@@ -157,9 +157,7 @@ async function startDatabase(children: Child[]): Promise<Database> {
     await dropDatabase(uri);
     return { server: external, uri };
   }
-  const engine = startNode('embedded engine', ['dist/cli/embedded-db.js', '--port', String(await freePort())]);
-  children.push(engine);
-  const [server] = (await waitForOutput(engine, /mongodb:\/\/127\.0\.0\.1:\d+\/\S*/)) as unknown as [string];
+  const { engine, server } = await startEmbeddedEngine(children);
   return { server, uri: withDatabaseName(server, BENCH_DATABASE), engine };
 }
 

@@ -6,7 +6,17 @@ import { type Collection, MongoClient } from 'mongodb';
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
 import { conversationDocument, userDocument } from './dataset.js';
 import { median, type Sample } from './load.js';
-import { type Child, freePort, MEMORY_PROBE, startGateway, startNode, startPeer, waitForHttp, waitForOutput } from './processes.js';
+import {
+  type Child,
+  freePort,
+  MEMORY_PROBE,
+  startGateway,
+  startNode,
+  startPeer,
+  UNCAPPED_LIVE_CONNECTIONS,
+  waitForHttp,
+  waitForOutput,
+} from './processes.js';
 import { atMost, formatTarget, type Ratio, summarizeRatio, type Target } from './report.js';
 import { call, type Scenario } from './scenarios.js';
 import { seedUsers } from './seed.js';
@@ -142,7 +152,7 @@ export async function measureScale(
     const liveGateway = startGateway(
       'scale subscriptions gateway',
       { port: livePort, uri: databaseUri, jwtSecret, nodeOptions: [...MEMORY_PROBE, ...options.nodeOptions('scale-subscriptions')] },
-      { SUBSCRIPTIONS_PER_CALLER: '1000000', LIVE_CONNECTIONS_PER_CALLER: '1000000', WEBSOCKETS_PER_ADDRESS: '1000000' },
+      UNCAPPED_LIVE_CONNECTIONS,
     );
     children.push(liveGateway);
     const floorPort = await freePort();

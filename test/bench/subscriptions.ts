@@ -14,6 +14,7 @@ import {
   MEMORY_PROBE,
   startGateway,
   startPeer,
+  UNCAPPED_LIVE_CONNECTIONS,
   waitForHttp,
   waitForOutput,
 } from './processes.js';
@@ -107,7 +108,7 @@ export async function measureSubscriptions(
     const child = startGateway(
       `subscriptions gateway (${transport})`,
       { port, uri: databaseUri, jwtSecret, nodeOptions: [...MEMORY_PROBE, ...options.nodeOptions(`subscriptions-${transport}`)] },
-      { SUBSCRIPTIONS_PER_CALLER: '1000000', LIVE_CONNECTIONS_PER_CALLER: '1000000', WEBSOCKETS_PER_ADDRESS: '1000000' },
+      UNCAPPED_LIVE_CONNECTIONS,
     );
     children.push(child);
     return { base, child, userOffset, transport };
