@@ -4,10 +4,23 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 
+import { MongoClient } from 'mongodb';
+
 import { secretKey, signAccessToken } from '../../src/auth/access-token.js';
+import { withDatabaseName } from '../../src/db/uri.js';
 import { connectAs, type TestSocket } from '../support/websocket.js';
 import { type HttpSubscriber, openInBatches, subscribeOverHttp } from './http-subscribers.js';
-import { freePort, ROOT, startGatewayInMemory, UNCAPPED_LIVE_CONNECTIONS, waitForHttp } from './processes.js';
+import {
+  type Child,
+  freePort,
+  ROOT,
+  startEmbeddedEngine,
+  startGatewayInMemory,
+  startPeer,
+  UNCAPPED_LIVE_CONNECTIONS,
+  waitForHttp,
+  waitForOutput,
+} from './processes.js';
 
 /**
  * What an idle subscription holds on the gateway, by kind of object: a gateway process on the
@@ -16,7 +29,11 @@ import { freePort, ROOT, startGatewayInMemory, UNCAPPED_LIVE_CONNECTIONS, waitFo
  * and the difference in bytes per subscription, by V8's node type and constructor. (RSS is the
  * subscriptions scenario's: a heap snapshot makes the process grow by itself.)
  *
- *   npx tsx test/bench/idle-stream-heap.ts [--transport sse|multipart|websocket] [--streams N] [--top N] [--query Q] [--keep]
+ *   npx tsx test/bench/idle-stream-heap.ts [--transport sse|multipart|websocket] [--streams N] [--top N] [--query Q] [--keep] [--floor]
+ *
+ * `--floor` takes the same two snapshots of the live floor (`servers/live-floor.ts`, on an
+ * embedded engine of its own, over `websocket` or `sse`) instead: what is left of the gateway's
+ * figures once the floor's are taken away is what the gateway's own layers hold.
  *
  * `--query` is the subscription each opens (default: `conversationEvents`; the scale scenario's is
  * `subscription { quota }`). `--keep` leaves the two snapshots in `.bench/` (and says where), for a closer look.
@@ -31,6 +48,7 @@ const { values } = parseArgs({
     top: { type: 'string', default: '25' },
     query: { type: 'string', default: 'subscription { conversationEvents { kind number } }' },
     keep: { type: 'boolean', default: false },
+    floor: { type: 'boolean', default: false },
   },
 });
 const transport = values.transport as 'sse' | 'multipart' | 'websocket';
@@ -67,14 +85,29 @@ const base = `http://127.0.0.1:${port}`;
 const jwtSecret = randomBytes(24).toString('base64url');
 const directory = join(ROOT, '.bench', `heap-${process.pid}`);
 mkdirSync(directory, { recursive: true });
-const gateway = startGatewayInMemory(
-  'gateway',
-  { port, jwtSecret, nodeOptions: ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${directory}`] },
-  UNCAPPED_LIVE_CONNECTIONS,
-);
+const nodeOptions = ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${directory}`];
+const children: Child[] = [];
+if (values.floor && transport === 'multipart') throw new Error('the live floor serves websocket and sse only');
+/** The server measured: the gateway on its in-memory engine, or the floor on an engine of its own. */
+const measured = values.floor
+  ? await startFloor()
+  : startGatewayInMemory('gateway', { port, jwtSecret, nodeOptions }, UNCAPPED_LIVE_CONNECTIONS);
+children.push(measured);
+
+async function startFloor(): Promise<Child> {
+  const { server } = await startEmbeddedEngine(children);
+  const uri = withDatabaseName(server, 'idle_stream_heap');
+  const client = await MongoClient.connect(uri);
+  await client.db().collection('users').insertOne({ id: 1, username: 'heap', balanceMicros: 0, lastConversationId: 0 });
+  await client.close();
+  const floor = startPeer('live_floor', { port, uri, jwtSecret, nodeOptions });
+  await waitForOutput(floor, /listening/);
+  return floor;
+}
+
 const open: (HttpSubscriber | TestSocket)[] = [];
 try {
-  await waitForHttp(gateway, `${base}/healthz`);
+  if (!values.floor) await waitForHttp(measured, `${base}/healthz`);
   const authorization = `Bearer ${await signAccessToken(secretKey(jwtSecret), 1)}`;
   const subscribe = async () => {
     if (transport !== 'websocket') return subscribeOverHttp(base, transport, authorization, QUERY);
@@ -83,8 +116,9 @@ try {
     return socket;
   };
   const running = async () => ((await (await fetch(`${base}/readyz`)).json()) as { subscriptions: number }).subscriptions;
+  // The floor counts nothing: each subscriber has its first event by now, and a closed one is let go within the snapshot's wait.
   const until = async (count: number) => {
-    while ((await running()) !== count) await sleep(100);
+    while (!values.floor && (await running()) !== count) await sleep(100);
   };
   const closeAll = async () => {
     for (const subscriber of open.splice(0)) {
@@ -96,7 +130,7 @@ try {
   const snapshot = async () => {
     await sleep(2_000);
     const before = new Set(readdirSync(directory, { withFileTypes: false }).map(String));
-    gateway.process.kill('SIGUSR2');
+    measured.process.kill('SIGUSR2');
     let file: string | undefined;
     while (file === undefined) {
       await sleep(500);
@@ -124,7 +158,7 @@ try {
     .sort((a, b) => b.bytes - a.bytes);
   const total = rows.reduce((sum, row) => sum + row.bytes, 0);
   process.stdout.write(
-    `${transport}: ${streams} idle subscriptions: ${(total / streams).toFixed(0)} B of heap (snapshot) per subscription\n`,
+    `${values.floor ? 'floor' : 'gateway'}, ${transport}: ${streams} idle subscriptions: ${(total / streams).toFixed(0)} B of heap (snapshot) per subscription\n`,
   );
   for (const row of rows.slice(0, Number(values.top))) {
     process.stdout.write(
@@ -136,7 +170,7 @@ try {
     if ('socket' in subscriber) subscriber.socket.terminate();
     else subscriber.close();
   }
-  await gateway.stop();
+  for (const child of children.reverse()) await child.stop();
   if (values.keep) process.stdout.write(`snapshots kept in ${directory}\n`);
   else rmSync(directory, { recursive: true, force: true });
 }
