@@ -52,6 +52,7 @@ const { values } = parseArgs({
   },
 });
 const transport = values.transport as 'sse' | 'multipart' | 'websocket';
+if (values.floor && transport === 'multipart') throw new Error('the live floor serves websocket and sse only');
 const streams = Number(values.streams);
 const QUERY = values.query;
 
@@ -86,13 +87,8 @@ const jwtSecret = randomBytes(24).toString('base64url');
 const directory = join(ROOT, '.bench', `heap-${process.pid}`);
 mkdirSync(directory, { recursive: true });
 const nodeOptions = ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${directory}`];
+/** What the tool started, stopped in reverse order however it ends. */
 const children: Child[] = [];
-if (values.floor && transport === 'multipart') throw new Error('the live floor serves websocket and sse only');
-/** The server measured: the gateway on its in-memory engine, or the floor on an engine of its own. */
-const measured = values.floor
-  ? await startFloor()
-  : startGatewayInMemory('gateway', { port, jwtSecret, nodeOptions }, UNCAPPED_LIVE_CONNECTIONS);
-children.push(measured);
 
 async function startFloor(): Promise<Child> {
   const { server } = await startEmbeddedEngine(children);
@@ -101,13 +97,21 @@ async function startFloor(): Promise<Child> {
   await client.db().collection('users').insertOne({ id: 1, username: 'heap', balanceMicros: 0, lastConversationId: 0 });
   await client.close();
   const floor = startPeer('live_floor', { port, uri, jwtSecret, nodeOptions });
+  children.push(floor);
   await waitForOutput(floor, /listening/);
   return floor;
 }
 
 const open: (HttpSubscriber | TestSocket)[] = [];
 try {
-  if (!values.floor) await waitForHttp(measured, `${base}/healthz`);
+  /** The server measured: the gateway on its in-memory engine, or the floor on an engine of its own. */
+  const measured = values.floor
+    ? await startFloor()
+    : startGatewayInMemory('gateway', { port, jwtSecret, nodeOptions }, UNCAPPED_LIVE_CONNECTIONS);
+  if (!values.floor) {
+    children.push(measured);
+    await waitForHttp(measured, `${base}/healthz`);
+  }
   const authorization = `Bearer ${await signAccessToken(secretKey(jwtSecret), 1)}`;
   const subscribe = async () => {
     if (transport !== 'websocket') return subscribeOverHttp(base, transport, authorization, QUERY);
@@ -116,7 +120,7 @@ try {
     return socket;
   };
   const running = async () => ((await (await fetch(`${base}/readyz`)).json()) as { subscriptions: number }).subscriptions;
-  // The floor counts nothing: each subscriber has its first event by now, and a closed one is let go within the snapshot's wait.
+  // The floor counts nothing: the snapshot's 2 s wait lets the opened ones get their first event and the closed ones go.
   const until = async (count: number) => {
     while (!values.floor && (await running()) !== count) await sleep(100);
   };
