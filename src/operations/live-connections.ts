@@ -7,6 +7,7 @@ import type { Clock } from '../clock.js';
 import { credentialExpired, tooManyConnections } from '../errors.js';
 import type { SubscriptionTransport } from '../observability/labels.js';
 import { ENDED, PullStream } from '../shared/iteration.js';
+import { MostlyOne } from '../shared/mostly-one.js';
 import { CredentialExpiries } from './credential-expiries.js';
 import type { ErrorFormat } from './format.js';
 import type { LiveConnectionLimits } from './subscription-caps.js';
@@ -153,9 +154,10 @@ function add<K>(counts: Map<K, number>, key: K, delta: number): void {
  */
 export class LiveConnection {
   caller: Caller | undefined;
-  readonly closed: Promise<void>;
-  private resolveClosed!: () => void;
-  private readonly subscriptions = new Set<ConnectionSubscription>();
+  /** Made when something first waits for its end (`closed`): most connections end with nobody waiting. */
+  private whenClosed: Promise<void> | undefined;
+  private resolveClosed: (() => void) | undefined;
+  private readonly subscriptions = new MostlyOne<ConnectionSubscription>();
   /** Made by the first subscription to end: most connections carry one subscription, for their whole life. */
   private returning: Set<Promise<void>> | undefined;
   private taking: Promise<void> | undefined;
@@ -169,8 +171,12 @@ export class LiveConnection {
     readonly transport: SubscriptionTransport,
     readonly address: string,
     readonly ends: ConnectionEnds,
-  ) {
-    this.closed = new Promise((resolve) => (this.resolveClosed = resolve));
+  ) {}
+
+  /** Settles once it has ended. */
+  get closed(): Promise<void> {
+    if (this.over) return Promise.resolve();
+    return (this.whenClosed ??= new Promise((resolve) => (this.resolveClosed = resolve)));
   }
 
   get isOpen(): boolean {
@@ -223,12 +229,12 @@ export class LiveConnection {
 
   /** Ends each of its subscriptions cleanly (their `complete`): the server stops. */
   completeEach(): void {
-    for (const subscription of [...this.subscriptions]) subscription.endNow();
+    for (const subscription of this.subscriptions.toArray()) subscription.endNow();
   }
 
   /** Ends each of its subscriptions with the errors of an expired credential: their last answer, or a rejected `next`. */
   expireEach(): void {
-    for (const subscription of [...this.subscriptions]) subscription.fail(this.connections.expiredErrors(subscription.requestId));
+    for (const subscription of this.subscriptions.toArray()) subscription.fail(this.connections.expiredErrors(subscription.requestId));
   }
 
   /** Whether its subscriptions have all ended. */
@@ -247,9 +253,10 @@ export class LiveConnection {
     this.over = true;
     this.unwatch();
     this.take();
-    for (const subscription of [...this.subscriptions]) subscription.endNow();
+    for (const subscription of this.subscriptions.toArray()) subscription.endNow();
     this.connections.released(this);
-    this.resolveClosed();
+    this.resolveClosed?.();
+    this.resolveClosed = undefined;
   }
 
   /** Waits while the connection takes nothing. */

@@ -75,15 +75,30 @@ const operationsByPayload = new WeakMap<object, SocketOperation>();
  * answered under one name. When the socket closes, every operation ends, whatever stage it is at.
  */
 export class SocketOperations {
-  private readonly byId = new Map<string, SocketOperation>();
+  /** Its one operation, while it has no other: most sockets carry one at a time, and need no map by id. */
+  private only: SocketOperation | undefined;
+  /** Its operations by id, once it has carried two at a time. */
+  private byId: Map<string, SocketOperation> | undefined;
 
   /** The operation of a new subscribe message, or undefined when its id still belongs to another. */
   begin(id: string, payload: object, requestId: string): SocketOperation | undefined {
-    if (this.byId.has(id)) return undefined;
+    if (this.holds(id)) return undefined;
     const operation = new SocketOperation(this, id, requestId);
-    this.byId.set(id, operation);
+    if (this.byId === undefined && this.only === undefined) this.only = operation;
+    else {
+      if (this.byId === undefined) {
+        // A second at a time: from now on, by id.
+        this.byId = new Map([[this.only!.id, this.only!]]);
+        this.only = undefined;
+      }
+      this.byId.set(id, operation);
+    }
     operationsByPayload.set(payload, operation);
     return operation;
+  }
+
+  private holds(id: string): boolean {
+    return this.byId === undefined ? this.only?.id === id : this.byId.has(id);
   }
 
   /** The operation of the subscribe message whose payload this is. */
@@ -92,12 +107,14 @@ export class SocketOperations {
   }
 
   forget(operation: SocketOperation): void {
-    if (this.byId.get(operation.id) === operation) this.byId.delete(operation.id);
+    if (this.only === operation) this.only = undefined;
+    else if (this.byId?.get(operation.id) === operation) this.byId.delete(operation.id);
   }
 
   /** The socket closed: every operation ends. */
   endAll(): void {
-    for (const operation of [...this.byId.values()]) operation.end();
+    const operations = this.byId === undefined ? (this.only === undefined ? [] : [this.only]) : [...this.byId.values()];
+    for (const operation of operations) operation.end();
   }
 }
 

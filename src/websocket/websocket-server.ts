@@ -181,16 +181,14 @@ async function acceptSocket(
   websockets.handleUpgrade(request, socket, head, (websocket) => {
     ends.websocket = websocket;
     const state = track(server, websocket, address, connection);
-    // A client's protocol error (a message over the size limit, a bad frame) closes its socket with the right code already (1009, 1002).
-    websocket.on('error', (error) => options.logger.debug({ err: error, address }, 'WebSocket closed for a protocol error'));
     openProtocol(protocol, websocket, state, options.logger);
     if (server.closing) websocket.close(GOING_AWAY, 'server stopping');
   });
 }
 
 /**
- * Counts an open socket (per address, and in the gauge) until it closes. Its close, whatever
- * its cause, ends everything it holds at once, before graphql-ws hears of it: its operations at
+ * Counts an open socket (per address, and in the gauge) until it closes, and logs its protocol
+ * errors. Its close, whatever its cause, ends everything it holds at once, before graphql-ws hears of it: its operations at
  * any stage (their per-caller count, gauge and change-feed listeners), its wait for
  * `connection_init` and its place among the credential expiries.
  */
@@ -206,6 +204,9 @@ function track(server: SocketServer, websocket: BoundedWebSocket, address: strin
     ),
   };
   metrics.websocketOpened();
+  // Its listeners are made here, in one scope: an idle socket holds one closure context for both.
+  // A client's protocol error (a message over the size limit, a bad frame) closes its socket with the right code already (1009, 1002).
+  websocket.on('error', (error) => logger.debug({ err: error, address }, 'WebSocket closed for a protocol error'));
   // A socket closes once: `on` rather than `once`, whose wrapper an idle socket would hold besides.
   websocket.on('close', (code, reason) => {
     state.cancelInitWait?.();

@@ -37,6 +37,22 @@ describe("a socket's operations", () => {
     expect(operations.of(first)).toBe(operation);
   });
 
+  it('keep each id to its operation while several run at once, and after all but one have ended', () => {
+    const operations = new SocketOperations();
+    const a = operations.begin('a', {}, 'request-a')!;
+    const b = operations.begin('b', {}, 'request-b')!;
+    const c = operations.begin('c', {}, 'request-c')!;
+    expect(['a', 'b', 'c'].map((id) => operations.begin(id, {}, 'again'))).toEqual([undefined, undefined, undefined]);
+    a.end();
+    c.end();
+    expect(operations.begin('b', {}, 'again')).toBeUndefined();
+    const reused = operations.begin('a', {}, 'request-a2')!;
+    expect(reused.requestId).toBe('request-a2');
+    operations.endAll();
+    expect([b.hasEnded, reused.hasEnded]).toEqual([true, true]);
+    expect(operations.begin('b', {}, 'request-b2')).toBeDefined();
+  });
+
   it('end the results of an operation that ended before they came, at once', () => {
     const operations = new SocketOperations();
     const operation = operations.begin('a', {}, 'request')!;
