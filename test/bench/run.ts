@@ -21,7 +21,7 @@ import { formatSubscriptionReport, measureSubscriptions, type SubscriptionReport
 
 const USAGE = `npm run bench -- [--quick] [--soak SECONDS] [--json FILE] [--rounds N] [--seconds S] [--only a,b] [--profile]
 
-  --quick        1 000 users / 100 000 conversations, 3 shorter rounds (about 5½ minutes, 3 more with the scale scenarios)
+  --quick        1 000 users / 100 000 conversations, 3 shorter rounds (about 5½ minutes, 4 more with the scale scenarios)
   --soak S       seconds of mixed full load for the memory check (default: 60, or 20 with --quick)
   --json FILE    also write the results as JSON
   --rounds N     rounds per scenario (default: 5, or 3 with --quick)

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 import autocannon, { type Result } from 'autocannon';
 import { type Collection, MongoClient } from 'mongodb';
@@ -84,6 +85,13 @@ const CASE_CONNECTIONS = 4;
  */
 const GATEWAY_SOCKETS_AT_MOST = 9_900;
 const QUOTA_QUERY = 'subscription { quota }';
+/**
+ * How long the sockets stay idle before memory is read a second time. V8 keeps the heap it grew
+ * while they opened (its young generation at its largest, part-empty old pages) until its memory
+ * reducer, a few seconds into an idle spell, gives it back; the second reading shows how much of
+ * the first was that reserve rather than what the subscriptions hold.
+ */
+const IDLE_SPELL_MS = 30_000;
 
 export interface CaseFigures {
   /** Median over the rounds, then each round's. */
@@ -105,6 +113,8 @@ export interface FanOutFigures {
   /** The V8 heap's growth after a full collection: in use, and committed (used or not, in RSS). */
   heap_growth_mb: number;
   heap_committed_growth_mb: number;
+  /** The same growths read again after `IDLE_SPELL_MS` more of idleness. */
+  later: { rss_growth_mb: number; heap_growth_mb: number; heap_committed_growth_mb: number };
   /** Write-to-event latencies at every subscriber, all rounds together, and each round's p99. */
   events: number;
   p50_ms: number;
@@ -240,7 +250,7 @@ export async function measureScale(
 
     const samples = Object.fromEntries(CASES.map((name) => [name, [] as Sample[]])) as Record<Case, Sample[]>;
     const delays = { gateway: [] as number[][], floor: [] as number[][] };
-    const memory = {} as Record<'gateway' | 'floor', { before: SettledMemory; after: SettledMemory }>;
+    const memory = {} as Record<'gateway' | 'floor', IdleMemory>;
     for (let round = 0; round < sizes.rounds; round++) {
       log(`scale: round ${round + 1} of ${sizes.rounds}`);
       for (const name of round % 2 === 0 ? CASES : SWAPPED) {
@@ -266,7 +276,9 @@ export async function measureScale(
       log(`scale: ${sizes.sockets} subscriptions on ${socketCount} sockets of the ${name}`);
       const before = await settledMemory(live);
       await fleets[name].open(live, bearer, sizes.sockets, socketCount);
-      memory[name] = { before, after: await settledMemory(live) };
+      const after = await settledMemory(live);
+      await sleep(IDLE_SPELL_MS);
+      memory[name] = { before, after, later: await settledMemory(live) };
     }
     for (let round = 0; round < sizes.rounds; round++) {
       const order = round % 2 === 0 ? (['gateway', 'floor'] as const) : (['floor', 'gateway'] as const);
@@ -445,16 +457,27 @@ function caseFigures(samples: Sample[], bodyBytes: number): CaseFigures {
   };
 }
 
-function fanOutFigures(sockets: number, memory: { before: SettledMemory; after: SettledMemory }, rounds: number[][]): FanOutFigures {
+/** A server's memory idle before its sockets open, once they are open, and `IDLE_SPELL_MS` later. */
+interface IdleMemory {
+  before: SettledMemory;
+  after: SettledMemory;
+  later: SettledMemory;
+}
+
+function fanOutFigures(sockets: number, memory: IdleMemory, rounds: number[][]): FanOutFigures {
   const all = summarize(sockets, 0, rounds.flat());
   const megabytes = (bytes: number) => bytes / 2 ** 20;
+  const growth = (to: SettledMemory) => ({
+    rss_growth_mb: megabytes(to.rss - memory.before.rss),
+    heap_growth_mb: megabytes(to.heap.used - memory.before.heap.used),
+    heap_committed_growth_mb: megabytes(to.heap.committed - memory.before.heap.committed),
+  });
   return {
     sockets,
     rss_mb_before: megabytes(memory.before.rss),
     rss_mb_after: megabytes(memory.after.rss),
-    rss_growth_mb: megabytes(memory.after.rss - memory.before.rss),
-    heap_growth_mb: megabytes(memory.after.heap.used - memory.before.heap.used),
-    heap_committed_growth_mb: megabytes(memory.after.heap.committed - memory.before.heap.committed),
+    ...growth(memory.after),
+    later: growth(memory.later),
     events: all.events,
     p50_ms: all.p50_ms,
     p99_ms: all.p99_ms,
@@ -498,7 +521,8 @@ export function formatScaleReport(report: ScaleReport): string {
   const fanRow = (name: 'gateway' | 'floor') => {
     const figures = fanout[name];
     return (
-      `  ${name.padEnd(8)} ${figures.sockets} idle sockets: RSS ${fixed(figures.rss_mb_before, 0)} → ${fixed(figures.rss_mb_after, 0)} MB (+${fixed(figures.rss_growth_mb, 1)} MB, heap +${fixed(figures.heap_growth_mb, 1)} MB in use, +${fixed(figures.heap_committed_growth_mb, 1)} MB committed); ` +
+      `  ${name.padEnd(8)} ${figures.sockets} idle sockets: RSS ${fixed(figures.rss_mb_before, 0)} → ${fixed(figures.rss_mb_after, 0)} MB (+${fixed(figures.rss_growth_mb, 1)} MB, heap +${fixed(figures.heap_growth_mb, 1)} MB in use, +${fixed(figures.heap_committed_growth_mb, 1)} MB committed; ` +
+      `${IDLE_SPELL_MS / 1000} s later +${fixed(figures.later.rss_growth_mb, 1)} MB, heap +${fixed(figures.later.heap_growth_mb, 1)} in use, +${fixed(figures.later.heap_committed_growth_mb, 1)} committed); ` +
       `${figures.events} events: p50 ${fixed(figures.p50_ms, 1)} ms, p99 ${fixed(figures.p99_ms, 1)} ms (rounds: ${figures.p99_ms_per_round.map((value) => fixed(value, 1)).join(', ')}), max ${fixed(figures.max_ms, 1)} ms`
     );
   };
