@@ -104,17 +104,21 @@ export interface CaseFigures {
   per_round: Sample[];
 }
 
-export interface FanOutFigures {
-  sockets: number;
-  /** RSS when idle before the sockets were opened and once they are all open and idle (first round). */
-  rss_mb_before: number;
-  rss_mb_after: number;
+/** How much a server's memory grew from before its sockets opened. */
+export interface MemoryGrowth {
   rss_growth_mb: number;
   /** The V8 heap's growth after a full collection: in use, and committed (used or not, in RSS). */
   heap_growth_mb: number;
   heap_committed_growth_mb: number;
-  /** The same growths read again after `IDLE_SPELL_MS` more of idleness. */
-  later: { rss_growth_mb: number; heap_growth_mb: number; heap_committed_growth_mb: number };
+}
+
+/** The growths once the sockets are all open and idle (first round), and `later`, after `IDLE_SPELL_MS` more of idleness. */
+export interface FanOutFigures extends MemoryGrowth {
+  sockets: number;
+  /** RSS when idle before the sockets were opened and once they are all open and idle. */
+  rss_mb_before: number;
+  rss_mb_after: number;
+  later: MemoryGrowth;
   /** Write-to-event latencies at every subscriber, all rounds together, and each round's p99. */
   events: number;
   p50_ms: number;
@@ -467,7 +471,7 @@ interface IdleMemory {
 function fanOutFigures(sockets: number, memory: IdleMemory, rounds: number[][]): FanOutFigures {
   const all = summarize(sockets, 0, rounds.flat());
   const megabytes = (bytes: number) => bytes / 2 ** 20;
-  const growth = (to: SettledMemory) => ({
+  const growth = (to: SettledMemory): MemoryGrowth => ({
     rss_growth_mb: megabytes(to.rss - memory.before.rss),
     heap_growth_mb: megabytes(to.heap.used - memory.before.heap.used),
     heap_committed_growth_mb: megabytes(to.heap.committed - memory.before.heap.committed),
