@@ -92,22 +92,34 @@ export function addressKey(address: string | undefined): string {
  * as that makes in a burst window. Answers, as each message arrives, whether it is within the
  * rate: synchronously, so that a message over it is never handled (rate-limiter-flexible answers
  * through a promise, by when later messages of the same read are handled already). 0: no limit.
+ * An object rather than a closure: every open socket holds one.
  */
-export function messageRate(perSecond: number, clock: Pick<Clock, 'now'>): () => boolean {
-  if (perSecond === 0) return () => true;
+export class MessageRate {
   // A token bucket: full at first, refilled at `perSecond`, one token a message.
-  const capacity = perSecond * BURST_WINDOW_SECONDS;
-  let tokens = capacity;
-  let filledAt = clock.now();
-  return () => {
-    const now = clock.now();
+  private readonly capacity: number;
+  private tokens: number;
+  private filledAt: number;
+
+  constructor(
+    private readonly perSecond: number,
+    private readonly clock: Pick<Clock, 'now'>,
+  ) {
+    this.capacity = perSecond * BURST_WINDOW_SECONDS;
+    this.tokens = this.capacity;
+    this.filledAt = clock.now();
+  }
+
+  /** Takes one message's token: false, and nothing taken, when the stream is over its rate. */
+  take(): boolean {
+    if (this.perSecond === 0) return true;
+    const now = this.clock.now();
     // A clock set back refills nothing (and takes nothing away).
-    tokens = Math.min(capacity, tokens + (Math.max(0, now - filledAt) / 1000) * perSecond);
-    filledAt = now;
-    if (tokens < 1) return false;
-    tokens -= 1;
+    this.tokens = Math.min(this.capacity, this.tokens + (Math.max(0, now - this.filledAt) / 1000) * this.perSecond);
+    this.filledAt = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
     return true;
-  };
+  }
 }
 
 /** Counts one request of a key; throws the rate-limited failure when the key is over its limit. */

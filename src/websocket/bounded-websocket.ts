@@ -1,13 +1,13 @@
 import { WebSocket } from 'ws';
 
 import type { Clock } from '../clock.js';
-import { messageRate } from '../security/rate-limit.js';
+import { MessageRate } from '../security/rate-limit.js';
 
 /** What one socket may cost the server. */
 export interface SocketLimits {
   /** Data held unsent for the socket (see `MESSAGE_BOOKKEEPING_BYTES`) past which it is dropped. */
   maxBufferedBytes: number;
-  /** Messages a second the socket may send, every kind counted (see `messageRate`); 0: no limit. */
+  /** Messages a second the socket may send, every kind counted (see `MessageRate`); 0: no limit. */
   messagesPerSecond: number;
 }
 
@@ -48,7 +48,7 @@ export function boundedWebSocketClass(limits: SocketLimits, clock: Pick<Clock, '
     endedFor: EndedFor | undefined;
     private unsentMessages = 0;
     private awaitingPong = false;
-    private readonly withinRate = messageRate(limits.messagesPerSecond, clock);
+    private readonly rate = new MessageRate(limits.messagesPerSecond, clock);
 
     override send(data: Parameters<WebSocket['send']>[0], optionsOrCallback?: SendOptions | SendCallback, callback?: SendCallback): void {
       const [options, done] = typeof optionsOrCallback === 'function' ? [{}, optionsOrCallback] : [optionsOrCallback ?? {}, callback];
@@ -77,7 +77,7 @@ export function boundedWebSocketClass(limits: SocketLimits, clock: Pick<Clock, '
       if (event === 'message' || event === 'ping' || event === 'pong') {
         if (this.readyState !== WebSocket.OPEN) return false;
         if (event === 'pong') this.awaitingPong = false;
-        if (!this.withinRate()) {
+        if (!this.rate.take()) {
           this.endedFor = 'too many messages';
           this.close(POLICY_VIOLATION, `too many messages: at most ${limits.messagesPerSecond} a second`);
           return false;

@@ -1,41 +1,48 @@
 import { describe, expect, it } from 'vitest';
 
 import { Failure } from '../../../src/errors.js';
-import { addressKey, createRateLimits, messageRate, WindowCounter } from '../../../src/security/rate-limit.js';
+import { addressKey, createRateLimits, MessageRate, WindowCounter } from '../../../src/security/rate-limit.js';
 import { ManualClock } from '../../support/clock.js';
 
-describe('messageRate, on the injected clock', () => {
+describe('MessageRate, on the injected clock', () => {
   it('lets a burst of ten seconds’ worth through at once, then nothing until time passes', () => {
-    const clock = new ManualClock(0);
-    const within = messageRate(3, clock);
-    const answers = Array.from({ length: 31 }, () => within());
+    const rate = new MessageRate(3, new ManualClock(0));
+    const answers = Array.from({ length: 31 }, () => rate.take());
     expect(answers.filter(Boolean)).toHaveLength(30);
     expect(answers[30]).toBe(false);
   });
 
   it('refills at the rate as the clock moves', async () => {
     const clock = new ManualClock(0);
-    const within = messageRate(2, clock);
-    for (let n = 0; n < 20; n += 1) within();
-    expect(within()).toBe(false);
+    const rate = new MessageRate(2, clock);
+    for (let n = 0; n < 20; n += 1) rate.take();
+    expect(rate.take()).toBe(false);
     await clock.advance(499);
-    expect(within()).toBe(false);
+    expect(rate.take()).toBe(false);
     await clock.advance(1);
-    expect(within()).toBe(true);
-    expect(within()).toBe(false);
+    expect([rate.take(), rate.take()]).toEqual([true, false]);
   });
 
-  it('refills nothing when the clock is set back', () => {
-    let now = 10_000;
-    const within = messageRate(1, { now: () => now });
-    for (let n = 0; n < 10; n += 1) within();
-    now = 0;
-    expect(within()).toBe(false);
+  it('refills no more than the burst, however long the pause', async () => {
+    const clock = new ManualClock(0);
+    const rate = new MessageRate(1, clock);
+    await clock.advance(3_600_000);
+    expect(Array.from({ length: 11 }, () => rate.take())).toEqual([...Array(10).fill(true), false]);
+  });
+
+  it('refills nothing when the clock is set back, and refills again as it moves on', () => {
+    let now = 100_000;
+    const rate = new MessageRate(1, { now: () => now });
+    for (let n = 0; n < 10; n += 1) rate.take();
+    now -= 50_000;
+    expect(rate.take()).toBe(false);
+    now += 1_000;
+    expect(rate.take()).toBe(true);
   });
 
   it('limits nothing at 0', () => {
-    const within = messageRate(0, new ManualClock(0));
-    expect(Array.from({ length: 1_000 }, () => within()).every(Boolean)).toBe(true);
+    const rate = new MessageRate(0, new ManualClock(0));
+    expect(Array.from({ length: 10_000 }, () => rate.take()).every(Boolean)).toBe(true);
   });
 });
 
