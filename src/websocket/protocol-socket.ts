@@ -9,7 +9,8 @@ import { answerText } from '../operations/shared-executions.js';
  * `ws` (`useServer`) does, for as long as the socket is open. `extra` is what the protocol's
  * context holds for this socket: given by the caller, where `useServer` holds the upgrade request
  * with its headers for the socket's whole life. Keep-alive pings are the caller's too, one beat
- * for every socket (`useServer` runs a timer per socket). Unlike `useServer`, `send` does not
+ * for every socket (`useServer` runs a timer per socket), and so is the socket's `close`
+ * listener, which tells graphql-ws with `protocolClosed` (one listener a socket rather than two). Unlike `useServer`, `send` does not
  * wait for the client to take a message before graphql-ws sends the next one: a client that stops
  * reading is dropped once the server holds more than the unsent-data bound for it, as the HTTP
  * streams' readers are, not held one message behind until the keep-alive beat. A message whose handling fails closes
@@ -19,17 +20,17 @@ export function openProtocol<E>(server: Server<E>, websocket: WebSocket, extra: 
   const socket = new ProtocolSocket(websocket, logger);
   protocolSockets.set(websocket, socket);
   socket.closed = server.opened(socket, extra);
-  websocket.on('close', protocolClosed);
 }
 
 /** graphql-ws's view of each open socket, for the socket's listeners (see `protocolClosed`). */
 const protocolSockets = new WeakMap<WebSocket, ProtocolSocket>();
 
-/** ws calls a listener with the socket as `this`: one function for every socket, rather than a closure each. */
-function protocolClosed(this: WebSocket, code: number, reason: Buffer): void {
-  void protocolSockets.get(this)?.closed?.(code, String(reason));
+/** `websocket` closed: graphql-ws ends what it holds for it (called by the socket's `close` listener). */
+export function protocolClosed(websocket: WebSocket, code: number, reason: Buffer): void {
+  void protocolSockets.get(websocket)?.closed?.(code, String(reason));
 }
 
+/** ws calls a listener with the socket as `this`: one function for every socket, rather than a closure each. */
 function protocolMessage(this: WebSocket, data: WebSocket.RawData): void {
   protocolSockets.get(this)?.received(String(data));
 }

@@ -22,7 +22,7 @@ import { flatRequestId, type LiveResults, type Refusal, type Subscriber } from '
 import { checkOrigin } from '../security/cross-origin.js';
 import { addressKey, type RateLimits } from '../security/rate-limit.js';
 import { type BoundedWebSocket, boundedWebSocketClass } from './bounded-websocket.js';
-import { nextPayloadReplacer, openProtocol } from './protocol-socket.js';
+import { nextPayloadReplacer, openProtocol, protocolClosed } from './protocol-socket.js';
 import { SocketOperations } from './socket-operations.js';
 
 /** Subscriptions are served on the GraphQL endpoint itself: on exactly the requests HTTP routes there. */
@@ -173,17 +173,22 @@ async function acceptSocket(
     checkOrigin(request, options.corsOrigins);
     await options.rateLimits.countAddress(address);
     // Counted with the address's event streams from here; it ends when the socket closes, upgraded or not.
-    connection = options.pipeline.connections.connect('websocket', address, ends, { socket });
+    connection = options.pipeline.connections.connect('websocket', address, ends);
   } catch (error) {
     refuseUpgrade(socket, failureOf(error));
     return;
   }
+  let upgraded = false;
   websockets.handleUpgrade(request, socket, head, (websocket) => {
+    upgraded = true;
     ends.websocket = websocket;
     const state = track(server, websocket, address, connection);
     openProtocol(protocol, websocket, state, options.logger);
     if (server.closing) websocket.close(GOING_AWAY, 'server stopping');
   });
+  // ws upgrades in this same step (no `verifyClient`), and the socket's close ends the connection from then
+  // (`track`); a socket it refused instead (closed meanwhile, a bad handshake) is watched to its close.
+  if (!upgraded) connection.watch(socket);
 }
 
 /**
@@ -208,6 +213,7 @@ function track(server: SocketServer, websocket: BoundedWebSocket, address: strin
   // A client's protocol error (a message over the size limit, a bad frame) closes its socket with the right code already (1009, 1002).
   websocket.on('error', (error) => logger.debug({ err: error, address }, 'WebSocket closed for a protocol error'));
   // A socket closes once: `on` rather than `once`, whose wrapper an idle socket would hold besides.
+  // Its one listener of its own (ws's server has another), graphql-ws's end included: past two, the listeners' array grows to 19 slots.
   websocket.on('close', (code, reason) => {
     state.cancelInitWait?.();
     state.operations.endAll();
@@ -215,6 +221,7 @@ function track(server: SocketServer, websocket: BoundedWebSocket, address: strin
     metrics.websocketClosed();
     if (websocket.endedFor === undefined) logger.debug({ address, code, reason: reason.toString() }, 'WebSocket closed');
     else logger.info({ address, code, endedFor: websocket.endedFor }, `WebSocket ended by the server: ${websocket.endedFor}`);
+    protocolClosed(websocket, code, reason);
   });
   return state;
 }

@@ -295,6 +295,19 @@ describe('what a socket may run', () => {
     for (const extra of more) await extra.close();
   });
 
+  it('gives an address its place back when a handshake it was counted for is refused', async () => {
+    const host = new URL(gateway.url).host;
+    // Counted against the address before ws reads the key, which it then refuses with 400.
+    const badKey = websocketHandshake('/graphql', host).request.replace(/Sec-WebSocket-Key: .*\r\n/, 'Sec-WebSocket-Key: short\r\n');
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const [answer] = await exchange(gateway.url, [badKey], 1);
+      expect(answer!.status).toBe(400);
+    }
+    // One socket of this block is open: had the refused ones kept their places, the cap of 3 would refuse these.
+    const more = [await connectAs(gateway.url, await gateway.token(2)), await connectAs(gateway.url, await gateway.token(2))];
+    for (const extra of more) await extra.close();
+  });
+
   it('closes a socket that sends a message over the size limit (1009)', async () => {
     const big = await connectAs(gateway.url, await gateway.token(2));
     big.send(
