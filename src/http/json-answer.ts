@@ -25,11 +25,15 @@ export function writeAnswer(response: ServerResponse, answer: HttpAnswer): void 
   response.write(writeJsonHead(response, answer.status, answer.body, answer.headers));
 }
 
-/** Writes the status and headers of a JSON answer, and answers its body's text. */
-function writeJsonHead(response: ServerResponse, status: number, body: unknown, headers: Record<string, string>): string {
-  const text = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': JSON_CONTENT_TYPE, ...headers, 'content-length': Buffer.byteLength(text) });
-  return text;
+/**
+ * Writes the status and headers of a JSON answer, and answers its body's bytes: encoded once, for
+ * its length and its write alike (a long text from `JSON.stringify` is made of pieces, which
+ * `Buffer.byteLength` and the socket's string write would each copy whole).
+ */
+function writeJsonHead(response: ServerResponse, status: number, body: unknown, headers: Record<string, string>): Buffer {
+  const bytes = Buffer.from(JSON.stringify(body));
+  response.writeHead(status, { 'content-type': JSON_CONTENT_TYPE, ...headers, 'content-length': bytes.length });
+  return bytes;
 }
 
 /**
