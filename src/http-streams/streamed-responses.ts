@@ -107,7 +107,9 @@ export class StreamedResponses {
   /**
    * Tracks `response` for `connection` (whose socket the connection watches): until it closes.
    * A response is never kept alive after a stream: a request pipelined behind it waits unrun, and
-   * goes with the connection. `finish` writes its protocol's end.
+   * goes with the connection. So the socket closes with the response, and the connection's watch of
+   * it is the stream's end, whichever went first (no `close` listener of the response's own: past
+   * its two, its listeners' array would grow to 19 slots). `finish` writes its protocol's end.
    */
   track(response: ServerResponse, connection: LiveConnection, finish: (response: ServerResponse) => void): StreamedResponse {
     const { transport, metrics, logger, maxBufferedBytes } = this.options;
@@ -115,8 +117,6 @@ export class StreamedResponses {
     response.shouldKeepAlive = false;
     this.open.add(stream);
     metrics.eventStreamOpened(transport);
-    // A response closes once: `on` rather than `once`, whose wrapper an idle stream would hold besides.
-    response.on('close', () => connection.end());
     void connection.closed.then(() => {
       this.open.delete(stream);
       metrics.eventStreamClosed(transport);
