@@ -16,7 +16,7 @@ export interface StreamedResponsesOptions {
 /**
  * One response that streams a live connection's events, from its headers to its end: the HTTP
  * side of a `LiveConnection`. It writes each frame without waiting for the client, within the
- * unsent-data bound; its end (the response's close, or its socket's) ends the connection.
+ * unsent-data bound; its end ends the connection, as its socket closes with it (see `StreamedResponses.track`).
  */
 export class StreamedResponse {
   /** Why the server dropped it, if it did. */
