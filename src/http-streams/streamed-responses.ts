@@ -16,7 +16,8 @@ export interface StreamedResponsesOptions {
 /**
  * One response that streams a live connection's events, from its headers to its end: the HTTP
  * side of a `LiveConnection`. It writes each frame without waiting for the client, within the
- * unsent-data bound; its end ends the connection, as its socket closes with it (see `StreamedResponses.track`).
+ * unsent-data bound; its end ends the connection, as its socket closes with it (see
+ * `StreamedResponses.track`).
  */
 export class StreamedResponse {
   /** Why the server dropped it, if it did. */
@@ -107,9 +108,9 @@ export class StreamedResponses {
   /**
    * Tracks `response` for `connection` (whose socket the connection watches): until it closes.
    * A response is never kept alive after a stream: a request pipelined behind it waits unrun, and
-   * goes with the connection. So the socket closes with the response, and the connection's watch of
-   * it is the stream's end, whichever went first (no `close` listener of the response's own: past
-   * its two, its listeners' array would grow to 19 slots). `finish` writes its protocol's end.
+   * goes with the connection. So the socket closes with the response, and the connection's watch
+   * of it is the stream's end, whichever went first (no `close` listener of the response's own:
+   * past its two, its listeners' array would grow to 19 slots). `finish` writes its protocol's end.
    */
   track(response: ServerResponse, connection: LiveConnection, finish: (response: ServerResponse) => void): StreamedResponse {
     const { transport, metrics, logger, maxBufferedBytes } = this.options;

@@ -10,11 +10,12 @@ import { answerText } from '../operations/shared-executions.js';
  * context holds for this socket: given by the caller, where `useServer` holds the upgrade request
  * with its headers for the socket's whole life. Keep-alive pings are the caller's too, one beat
  * for every socket (`useServer` runs a timer per socket), and so is the socket's `close`
- * listener, which tells graphql-ws with `protocolClosed` (one listener a socket rather than two). Unlike `useServer`, `send` does not
- * wait for the client to take a message before graphql-ws sends the next one: a client that stops
- * reading is dropped once the server holds more than the unsent-data bound for it, as the HTTP
- * streams' readers are, not held one message behind until the keep-alive beat. A message whose handling fails closes
- * the socket with 1011, as with `useServer`, and is logged here rather than on the console.
+ * listener, which tells graphql-ws with `protocolClosed` (one listener a socket rather than
+ * two). Unlike `useServer`, `send` does not wait for the client to take a message before
+ * graphql-ws sends the next one: a client that stops reading is dropped once the server holds
+ * more than the unsent-data bound for it, as the HTTP streams' readers are, not held one message
+ * behind until the keep-alive beat. A message whose handling fails closes the socket with 1011,
+ * as with `useServer`, and is logged here rather than on the console.
  */
 export function openProtocol<E>(server: Server<E>, websocket: WebSocket, extra: E, logger: Logger): void {
   const socket = new ProtocolSocket(websocket, logger);
