@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 
@@ -11,6 +12,7 @@ import { openInBatches, subscribeOverHttp } from './http-subscribers.js';
 import {
   type Child,
   freePort,
+  ROOT,
   startEmbeddedEngine,
   startGateway,
   startPeer,
@@ -30,9 +32,18 @@ import { summarize } from './subscriptions.js';
  * the writes; latency is from the write's start to each subscriber. A one-off look at where the
  * live-update latency goes, not part of `npm run bench` (its figures are in docs/performance.md):
  *
- *   npm run build && npx tsx test/bench/fan-out-cpu.ts [--subscribers 1000] [--writes 40]
+ *   npm run build && npx tsx test/bench/fan-out-cpu.ts [--subscribers 1000] [--writes 40] [--profile]
+ *
+ * `--profile` runs each gateway with `--cpu-prof`; its profile lands in
+ * `.bench/profiles/fan-out/<transport>/` (summarise it with `profile-summary.ts`).
  */
-const { values } = parseArgs({ options: { subscribers: { type: 'string', default: '1000' }, writes: { type: 'string', default: '40' } } });
+const { values } = parseArgs({
+  options: {
+    subscribers: { type: 'string', default: '1000' },
+    writes: { type: 'string', default: '40' },
+    profile: { type: 'boolean', default: false },
+  },
+});
 const SUBSCRIBERS = Number(values.subscribers);
 const WRITES = Number(values.writes);
 
@@ -64,7 +75,8 @@ try {
       let port = floorPort;
       if (!onFloor) {
         port = await freePort();
-        child = startGateway(`gateway (${transport})`, { port, uri, jwtSecret }, UNCAPPED_LIVE_CONNECTIONS);
+        const nodeOptions = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, '.bench', 'profiles', 'fan-out', transport)}`] : [];
+        child = startGateway(`gateway (${transport})`, { port, uri, jwtSecret, nodeOptions }, UNCAPPED_LIVE_CONNECTIONS);
         children.push(child);
         await waitForHttp(child, `http://127.0.0.1:${port}/healthz`);
       }
