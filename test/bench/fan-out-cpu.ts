@@ -75,7 +75,9 @@ try {
       let port = floorPort;
       if (!onFloor) {
         port = await freePort();
-        const nodeOptions = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, '.bench', 'profiles', 'fan-out', transport)}`] : [];
+        const nodeOptions = values.profile
+          ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, '.bench', 'profiles', 'fan-out', transport)}`]
+          : [];
         child = startGateway(`gateway (${transport})`, { port, uri, jwtSecret, nodeOptions }, UNCAPPED_LIVE_CONNECTIONS);
         children.push(child);
         await waitForHttp(child, `http://127.0.0.1:${port}/healthz`);
