@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 
@@ -11,8 +10,8 @@ import { connectAs } from '../support/websocket.js';
 import { openInBatches, subscribeOverHttp } from './http-subscribers.js';
 import {
   type Child,
+  cpuProfileFlags,
   freePort,
-  ROOT,
   startEmbeddedEngine,
   startGateway,
   startPeer,
@@ -75,9 +74,7 @@ try {
       let port = floorPort;
       if (!onFloor) {
         port = await freePort();
-        const nodeOptions = values.profile
-          ? ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, '.bench', 'profiles', 'fan-out', transport)}`]
-          : [];
+        const nodeOptions = values.profile ? cpuProfileFlags(`fan-out/${transport}`) : [];
         child = startGateway(`gateway (${transport})`, { port, uri, jwtSecret, nodeOptions }, UNCAPPED_LIVE_CONNECTIONS);
         children.push(child);
         await waitForHttp(child, `http://127.0.0.1:${port}/healthz`);

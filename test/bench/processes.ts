@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -70,6 +71,11 @@ export function startNode(
       }
     },
   };
+}
+
+/** Node flags that make a server write its CPU profiles to `.bench/profiles/<name>/` (read them with `profile-summary.ts`). */
+export function cpuProfileFlags(name: string): string[] {
+  return ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, '.bench', 'profiles', name)}`];
 }
 
 /** Node flags that load `memory-probe.mjs` into a server, for `collectedHeap`. */

@@ -12,7 +12,17 @@ import { checkAnswers } from './checks.js';
 import { commandsPerRequest } from './commands.js';
 import { BENCH_USER_ID, conversationCounts, FULL_DATASET, QUICK_DATASET } from './dataset.js';
 import { drive, median, type Sample } from './load.js';
-import { type Child, freePort, ROOT, startEmbeddedEngine, startGateway, startPeer, waitForHttp, waitForOutput } from './processes.js';
+import {
+  type Child,
+  cpuProfileFlags,
+  freePort,
+  ROOT,
+  startEmbeddedEngine,
+  startGateway,
+  startPeer,
+  waitForHttp,
+  waitForOutput,
+} from './processes.js';
 import { formatReport, jsonReport, ratiosOf, type Report, type ScenarioSummary, targetsOf } from './report.js';
 import { formatScaleReport, FULL_SCALE, measureScale, QUICK_SCALE, type ScaleReport, scaleTargets } from './scale.js';
 import { type Scenario, SCENARIO_NAMES, scenarios, type Target } from './scenarios.js';
@@ -163,7 +173,7 @@ async function startDatabase(children: Child[]): Promise<Database> {
 
 /** With `--profile`, each server process writes its profiles to `.bench/profiles/<name>/` (tsx's loader thread writes one too). */
 function profileOptions(name: string): string[] {
-  return args.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(BENCH_DIRECTORY, 'profiles', name)}`] : [];
+  return args.profile ? cpuProfileFlags(name) : [];
 }
 
 /** Starts the gateway, which creates the database's indexes, then every peer; returns once all of them listen. */
