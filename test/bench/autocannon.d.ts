@@ -8,6 +8,8 @@ declare module 'autocannon' {
     duration?: number;
     /** Requests to send in all, instead of a duration. */
     amount?: number;
+    /** Milliseconds between samples (default 1000); a run of `amount` requests ends at the sample after its last answer. */
+    sampleInt?: number;
     method?: string;
     headers?: Record<string, string>;
     body?: string;
