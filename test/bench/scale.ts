@@ -244,8 +244,9 @@ export async function measureScale(
       await fleets[name].close(live);
     }
     // Each case sends a fixed number of requests, all answered before its CPU time is read (a
-    // timed run would leave a long load's last answers to the next case's figures): about
-    // `seconds` worth at the rate its warm-up reached, in whole rounds of the connections.
+    // timed run would leave a long load's last answers to the next case's figures): `seconds`
+    // worth at the rate its warm-up reached, in whole rounds of the connections. That rate counts
+    // autocannon's start-up in 16 requests, a third or so of a case's own, so a case lasts less.
     // The two lists send as many requests as each other, so that a run's fixed costs weigh alike on both.
     const amounts = {} as Record<Case, number>;
     for (const pass of [0, 1]) {
