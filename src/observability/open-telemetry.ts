@@ -189,8 +189,8 @@ function serverSpans(tracer: Tracer, listener: RequestListener): RequestListener
 /** One span per GraphQL operation, a child of the request's (if any), named `query ListConversations` once resolved. */
 function operationSpans(tracer: Tracer): OperationTracer {
   return {
-    start(door) {
-      const parent = context.active();
+    start(door, ownTrace = false) {
+      const parent = ownTrace ? ROOT_CONTEXT : context.active();
       const span = tracer.startSpan(UNRESOLVED_OPERATION_SPAN, { attributes: { 'gateway.door': door } }, parent);
       const inside = trace.setSpan(parent, span);
       return {

@@ -35,8 +35,11 @@ export interface SpanIds {
 
 /** The GraphQL operation spans, one per operation of every door (and per subscription event). */
 export interface OperationTracer {
-  /** Starts an operation's span in the context active now (the HTTP request's, if any). */
-  start(door: Door): OperationSpan;
+  /**
+   * Starts an operation's span in the context active now (the HTTP request's, if any), or, with
+   * `ownTrace`, as a trace of its own: a subscription's event, whatever runs when its change comes.
+   */
+  start(door: Door, ownTrace?: boolean): OperationSpan;
 }
 
 export interface OperationSpan {

@@ -51,10 +51,11 @@ export class OperationObserver {
     private readonly tracer: OperationTracer = NO_TRACING.operations,
   ) {}
 
-  start(door: Door, requestId: string): Observation {
+  /** Starts observing an operation, its span in the context active now, or (`ownTrace`: a subscription's event) a trace of its own. */
+  start(door: Door, requestId: string, ownTrace = false): Observation {
     const { metrics, logger } = this;
     const startedAt = process.hrtime.bigint();
-    const span = this.tracer.start(door);
+    const span = this.tracer.start(door, ownTrace);
     let operation: OperationLabels = UNRESOLVED_OPERATION;
     let operationName: string | undefined;
     let ended = false;

@@ -260,7 +260,8 @@ export class LiveSubscriptions {
   /** Runs one event with a context and an observation of its own; its internal errors name the subscription that ran it. */
   private async execute(run: EventRun, event: unknown): Promise<Answered> {
     const { caller, door, requestId } = run.subscriber;
-    const observation = this.stages.observer.start(door, requestId);
+    // A trace of its own: the first subscription to reach the event runs it wherever it is then.
+    const observation = this.stages.observer.start(door, requestId, true);
     const context = this.options.createContext(caller, requestId, observation);
     observation.resolved(run.operation);
     const { document, operation, variables } = run;

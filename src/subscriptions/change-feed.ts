@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { type ChangeStream, type ChangeStreamOptions, type Collection, type Document, MongoServerError, type ResumeToken } from 'mongodb';
@@ -79,6 +80,12 @@ export class ChangeFeed<Change> {
   private running: Running | undefined;
   private closed = false;
   private readonly name: string;
+  /**
+   * The async context the feed was made in (the service's assembly): its stream runs there, not
+   * in the context of the subscription whose listener happened to open it, whose trace would
+   * otherwise own every poll of the stream for as long as it runs.
+   */
+  private readonly home = new AsyncResource('ChangeFeed');
 
   constructor(private readonly options: ChangeFeedOptions<Change>) {
     this.name = options.collection.collectionName;
@@ -133,7 +140,7 @@ export class ChangeFeed<Change> {
         opened: new Promise<void>((resolve, reject) => (opened = (error) => (error === undefined ? resolve() : reject(error)))),
       };
       this.running = running;
-      void this.run(running, opened);
+      this.home.runInAsyncScope(() => void this.run(running, opened));
     }
     return this.running.opened;
   }

@@ -311,6 +311,9 @@ describe('traces over OTLP/HTTP, with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
       expect(outline(trace)).toEqual(['subscription Events (internal)', '  find conversations (client)']);
     }
     expect(new Set(eventSpans.map((span) => span.traceId)).size).toBe(2);
+    // The change feed the subscription opened polls for the whole process: none of its commands is a span of that subscription.
+    const subscribed = receiver.spans().filter(named)[before]!;
+    expect(outline(receiver.spans().filter((span) => span.traceId === subscribed.traceId))).toEqual(['subscription Events (internal)']);
   });
 
   it('makes the settlement of a buy whose answer was lost a span linked to the buy, with the order id', async () => {
