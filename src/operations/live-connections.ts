@@ -6,7 +6,7 @@ import type { Caller } from '../auth/authenticator.js';
 import type { Clock } from '../clock.js';
 import { credentialExpired, tooManyConnections } from '../errors.js';
 import type { SubscriptionTransport } from '../observability/labels.js';
-import { ENDED, PullStream } from '../shared/iteration.js';
+import { ENDED, handOver, type Made, type ResultReader, StreamOf } from '../shared/iteration.js';
 import { MostlyOne } from '../shared/mostly-one.js';
 import { CredentialExpiries } from './credential-expiries.js';
 import type { ErrorFormat } from './format.js';
@@ -285,7 +285,7 @@ export class LiveConnection {
  * failure (the stream's, or the credential's expiry) into the door's shape. `return` and `throw`
  * both end it, once.
  */
-class ConnectionSubscription extends PullStream<FormattedExecutionResult> implements LiveResults {
+class ConnectionSubscription extends StreamOf<FormattedExecutionResult, FormattedExecutionResult> implements LiveResults {
   private failure: SubscriptionFailure | undefined;
 
   constructor(
@@ -298,42 +298,29 @@ class ConnectionSubscription extends PullStream<FormattedExecutionResult> implem
   }
 
   /**
-   * Its next result once the connection takes events. Promise steps rather than an async
-   * function: an idle subscription waits here for its whole life, and a suspended async function
-   * holds its frame besides (and costs each event a promise job more).
+   * Its next result once the connection takes events. No async function: an idle subscription
+   * waits here for its whole life, and a suspended async function holds its frame besides.
    */
-  protected pull(): Promise<IteratorResult<FormattedExecutionResult>> {
+  protected readNext(reader: ResultReader<FormattedExecutionResult>): void {
     const taking = this.connection.whenTaking();
-    if (taking === undefined) return this.nextResult();
-    return taking.then(() => (this.hasEnded ? this.afterEnd() : this.nextResult()));
-  }
-
-  private nextResult(): Promise<IteratorResult<FormattedExecutionResult>> {
-    let next: Promise<IteratorResult<FormattedExecutionResult>>;
-    try {
-      next = this.results.next();
-    } catch (error) {
-      return this.failed(error);
-    }
-    return next.then(this.passOn, this.failed);
+    if (taking === undefined) return this.readThrough(this.results, reader);
+    void taking.then(() => (this.hasEnded ? handOver(this.afterEnd(), reader) : this.readThrough(this.results, reader)));
   }
 
   /** A result of the stream, unless the subscription has ended meanwhile (or the stream did). */
-  private readonly passOn = (
-    next: IteratorResult<FormattedExecutionResult>,
-  ): IteratorResult<FormattedExecutionResult> | Promise<IteratorResult<FormattedExecutionResult>> => {
+  protected step(next: IteratorResult<FormattedExecutionResult>): Made<FormattedExecutionResult> {
     if (!this.hasEnded && !next.done) return next;
     this.endNow();
     return this.afterEnd();
-  };
+  }
 
   /** A failure of the stream ends it: a `SubscriptionFailure` as its last words, anything else as a rejection. */
-  private readonly failed = (error: unknown): Promise<IteratorResult<FormattedExecutionResult>> => {
+  protected override failed(error: unknown): Promise<IteratorResult<FormattedExecutionResult>> {
     this.endNow();
     if (!(error instanceof SubscriptionFailure)) return Promise.reject(error);
     this.failure ??= error;
     return this.afterEnd();
-  };
+  }
 
   /** Ends it without last words. */
   override return(): Promise<IteratorResult<FormattedExecutionResult>> {

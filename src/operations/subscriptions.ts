@@ -21,7 +21,7 @@ import { badRequest } from '../errors.js';
 import type { SubscriptionTransport } from '../observability/labels.js';
 import type { EventTally, SubscriptionMetrics } from '../observability/subscription-metrics.js';
 import type { DocumentReference } from '../security/trusted-documents.js';
-import { ENDED, PullStream } from '../shared/iteration.js';
+import { ENDED, type Made, PullStream, type ResultReader, StreamOf } from '../shared/iteration.js';
 import type { Documents } from './documents.js';
 import type { Execution } from './execution.js';
 import type { ErrorFormat } from './format.js';
@@ -293,7 +293,7 @@ export class LiveSubscriptions {
  * idle subscriptions holds one small object rather than closures. A failure of the stream itself
  * (a change feed that lost its place) rejects with a `SubscriptionFailure`.
  */
-class SubscriptionStream extends PullStream<FormattedExecutionResult> implements LiveResults {
+class SubscriptionStream extends StreamOf<unknown, FormattedExecutionResult> implements LiveResults {
   constructor(
     private readonly events: AsyncIterator<unknown>,
     private readonly run: EventRun,
@@ -303,8 +303,8 @@ class SubscriptionStream extends PullStream<FormattedExecutionResult> implements
     live.started(run);
   }
 
-  protected pull(): Promise<IteratorResult<FormattedExecutionResult>> {
-    return this.events.next().then(this.answerTo, this.failed);
+  protected readNext(reader: ResultReader<FormattedExecutionResult>): void {
+    this.readThrough(this.events, reader);
   }
 
   protected async release(): Promise<void> {
@@ -312,12 +312,14 @@ class SubscriptionStream extends PullStream<FormattedExecutionResult> implements
     await this.events.return?.();
   }
 
-  private readonly answerTo = (event: IteratorResult<unknown>): IteratorResult<FormattedExecutionResult> | Promise<Answered> =>
-    event.done ? ENDED : this.live.answer(this.run, event.value);
+  /** An event answered (the answer it shares with the other subscriptions that run it alike). */
+  protected step(event: IteratorResult<unknown>): Made<FormattedExecutionResult> {
+    return event.done ? ENDED : this.live.answer(this.run, event.value);
+  }
 
-  private readonly failed = (error: unknown): never => {
+  protected override failed(error: unknown): never {
     throw this.live.failure(this.run, error);
-  };
+  }
 }
 
 /** A subscription answered once, then complete: one whose stream could not open, or (for a door that says so in its stream) refused. */
@@ -330,10 +332,10 @@ class AnswerOnce extends PullStream<FormattedExecutionResult> {
     super();
   }
 
-  protected pull(): Promise<IteratorResult<FormattedExecutionResult>> {
+  protected readNext(reader: ResultReader<FormattedExecutionResult>): void {
     const value = this.answer!;
     void this.end();
-    return Promise.resolve({ value, done: false });
+    reader.receive({ value, done: false });
   }
 
   protected release(): void {

@@ -12,7 +12,7 @@ import {
 import { microsToPoints } from '../accounts/points.js';
 import { SUBSCRIPTION_INBOX_CAPACITY } from '../limits.js';
 import type { Logger } from '../logger.js';
-import { ENDED, PullStream } from '../shared/iteration.js';
+import { ENDED, handOver, type Made, type ResultReader, StreamOf } from '../shared/iteration.js';
 import { ChangeFeed, type FeedObserver } from './change-feed.js';
 import { type Inbox, MISSED, type Missed } from './inbox.js';
 
@@ -136,10 +136,15 @@ export async function balanceUpdates(
  * and each step of a generator costs promise jobs of its own. Its reader asks for one value at a
  * time, as `for await` does; whichever way it ends, its inbox closes, which stops its listener.
  */
-class BalanceUpdates extends PullStream<BalanceEvent> {
+class BalanceUpdates extends StreamOf<BalanceChange | Missed, BalanceEvent> {
   private balance: StoredBalance | undefined;
   /** When the balance was read (the read's `operationTime`). */
   private at: Timestamp | undefined;
+  /**
+   * Whether a change after the read has come: the feed hands changes in the order of their
+   * cluster times, so every later one is after it too, and needs no comparing.
+   */
+  private pastRead = false;
   /** When this process began its last read (performance.now()). */
   private readStartedAt = 0;
   /** The total last sent, in micro-points. */
@@ -153,40 +158,42 @@ class BalanceUpdates extends PullStream<BalanceEvent> {
     super();
   }
 
-  protected pull(): Promise<IteratorResult<BalanceEvent>> {
-    if (this.balance !== undefined) return this.inbox.next().then(this.apply, this.failed);
-    return this.read().then(() => {
+  protected readNext(reader: ResultReader<BalanceEvent>): void {
+    if (this.balance !== undefined) return this.readThrough(this.inbox, reader);
+    const first = this.readBalance().then((): IteratorResult<BalanceEvent> => {
       this.sent = total(this.balance!);
       return { value: { points: microsToPoints(this.sent) }, done: false };
-    }, this.failed);
+    }, this.failedRead);
+    handOver(first, reader);
   }
 
   protected release(): void {
     this.inbox.close();
   }
 
-  private async read(): Promise<void> {
+  private async readBalance(): Promise<void> {
     this.readStartedAt = performance.now();
+    this.pastRead = false;
     ({ balance: this.balance, at: this.at } = await this.accounts.balanceAt(this.userId));
   }
 
-  private readonly apply = (
-    result: IteratorResult<BalanceChange | Missed>,
-  ): IteratorResult<BalanceEvent> | Promise<IteratorResult<BalanceEvent>> => {
+  /** A change applied: the new value, or (the same value) the next one; a balance read again when the change may be in it already. */
+  protected step(result: IteratorResult<BalanceChange | Missed>): Made<BalanceEvent> {
     if (result.done) return ENDED;
     const change = result.value;
-    if (change !== MISSED && this.at !== undefined && change.at.greaterThan(this.at)) {
+    if (change !== MISSED && this.at !== undefined && (this.pastRead || change.at.greaterThan(this.at))) {
+      this.pastRead = true;
       this.balance = { ...this.balance!, ...change.written };
       return this.newValue(change);
     }
     if (change === MISSED || this.at === undefined || change.receivedAt >= this.readStartedAt) {
-      return this.read().then(() => this.newValue(undefined), this.failed);
+      return this.readBalance().then(() => this.newValue(undefined), this.failedRead);
     }
     return this.newValue(undefined);
-  };
+  }
 
   /** The balance's new value, or (the same value as last sent) the next one. */
-  private newValue(applied: BalanceChange | undefined): IteratorResult<BalanceEvent> | Promise<IteratorResult<BalanceEvent>> {
+  private newValue(applied: BalanceChange | undefined): Made<BalanceEvent> {
     const now = total(this.balance!);
     if (now === this.sent) return this.next();
     this.sent = now;
@@ -194,10 +201,14 @@ class BalanceUpdates extends PullStream<BalanceEvent> {
   }
 
   /** A read that failed ends it (its listener stops) with that failure. */
-  private readonly failed = (error: unknown): never => {
+  private readonly failedRead = (error: unknown): never => {
     void this.end();
     throw error;
   };
+
+  protected override failed(error: unknown): never {
+    return this.failedRead(error);
+  }
 }
 
 /** The event of a value: the one of `change` when it led to this value, a new object otherwise (a value read, or a change applied to another balance). */

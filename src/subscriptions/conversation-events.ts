@@ -5,7 +5,7 @@ import { eventsLost } from '../errors.js';
 import type { ConversationEventKind } from '../graphql/generated/resolvers.js';
 import { SUBSCRIPTION_INBOX_CAPACITY } from '../limits.js';
 import type { Logger } from '../logger.js';
-import { PullStream } from '../shared/iteration.js';
+import { type ResultReader, StreamOf } from '../shared/iteration.js';
 import { ChangeFeed, type FeedObserver } from './change-feed.js';
 import { type Inbox, MISSED, type Missed } from './inbox.js';
 
@@ -78,24 +78,24 @@ export async function conversationChanges(
  * ends it, or changes were missed) its inbox closes, which stops its feed listener. A class, so
  * that each of thousands of idle subscriptions holds one small object rather than closures.
  */
-class ConversationChanges extends PullStream<ConversationChange> {
+class ConversationChanges extends StreamOf<ConversationChange | Missed, ConversationChange> {
   constructor(private readonly inbox: Inbox<ConversationChange>) {
     super();
   }
 
-  protected pull(): Promise<IteratorResult<ConversationChange>> {
-    return this.inbox.next().then(this.delivered);
+  protected readNext(reader: ResultReader<ConversationChange>): void {
+    this.readThrough(this.inbox, reader);
   }
 
   protected release(): void {
     this.inbox.close();
   }
 
-  private readonly delivered = (result: IteratorResult<ConversationChange | Missed>): IteratorResult<ConversationChange> => {
+  protected step(result: IteratorResult<ConversationChange | Missed>): IteratorResult<ConversationChange> {
     if (result.value !== MISSED) return result as IteratorResult<ConversationChange>;
     void this.end();
     throw eventsLost('the change stream lost its place, or this client read too slowly');
-  };
+  }
 }
 
 /**

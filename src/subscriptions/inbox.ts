@@ -1,4 +1,4 @@
-import { ENDED, PullStream } from '../shared/iteration.js';
+import { ENDED, PullStream, type ResultReader } from '../shared/iteration.js';
 
 /** In place of the changes an inbox had to drop, or that never reached it: its reader must catch up another way. */
 export const MISSED = Symbol('changes missed');
@@ -12,7 +12,8 @@ export type Missed = typeof MISSED;
  */
 export class Inbox<T> extends PullStream<T | Missed> {
   private queue: (T | Missed)[] = [];
-  private waiting: ((result: IteratorResult<T | Missed>) => void) | undefined;
+  /** Its reader while it waits for a change: handed the next one in `push` itself. */
+  private waiting: ResultReader<T | Missed> | undefined;
   private stop: (() => void) | undefined;
 
   constructor(private readonly capacity: number) {
@@ -28,9 +29,9 @@ export class Inbox<T> extends PullStream<T | Missed> {
   push(item: T | Missed): void {
     if (this.hasEnded) return;
     if (this.waiting) {
-      const deliver = this.waiting;
+      const reader = this.waiting;
       this.waiting = undefined;
-      deliver({ value: item, done: false });
+      reader.receive({ value: item, done: false });
     } else if (item === MISSED || this.queue.length >= this.capacity) {
       this.queue = [MISSED];
     } else {
@@ -42,16 +43,17 @@ export class Inbox<T> extends PullStream<T | Missed> {
     void this.end();
   }
 
-  protected pull(): Promise<IteratorResult<T | Missed>> {
-    if (this.queue.length > 0) return Promise.resolve({ value: this.queue.shift()!, done: false });
-    return new Promise((resolve) => (this.waiting = resolve));
+  protected readNext(reader: ResultReader<T | Missed>): void {
+    if (this.queue.length > 0) reader.receive({ value: this.queue.shift()!, done: false });
+    else this.waiting = reader;
   }
 
   protected release(): void {
+    const { waiting, stop } = this;
     this.queue = [];
-    this.waiting?.(ENDED);
     this.waiting = undefined;
-    this.stop?.();
     this.stop = undefined;
+    waiting?.receive(ENDED);
+    stop?.();
   }
 }
