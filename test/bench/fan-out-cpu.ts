@@ -33,8 +33,8 @@ import { summarize } from './subscriptions.js';
  *
  *   npm run build && npx tsx test/bench/fan-out-cpu.ts [--subscribers 1000] [--writes 40] [--profile]
  *
- * `--profile` runs each gateway with `--cpu-prof`; its profile lands in
- * `.bench/profiles/fan-out/<transport>/` (summarise it with `profile-summary.ts`).
+ * `--profile` runs each gateway and the floor with `--cpu-prof`; a profile lands in
+ * `.bench/profiles/fan-out/<transport or floor>/` (summarise it with `profile-summary.ts`).
  */
 const { values } = parseArgs({
   options: {
@@ -65,7 +65,12 @@ try {
   );
   const jwtSecret = randomBytes(24).toString('base64url');
   const floorPort = await freePort();
-  const floor = startPeer('live_floor', { port: floorPort, uri, jwtSecret });
+  const floor = startPeer('live_floor', {
+    port: floorPort,
+    uri,
+    jwtSecret,
+    nodeOptions: values.profile ? cpuProfileFlags('fan-out/floor') : [],
+  });
   children.push(floor);
   await waitForOutput(floor, /listening/);
   const running = await Promise.all(
