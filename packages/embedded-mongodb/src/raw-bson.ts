@@ -41,24 +41,25 @@ export function documentFromElements(doc: Buffer, elements: RawElement[]): Buffe
   return out;
 }
 
-/** An array of already-encoded documents, as one BSON array value. */
-function encodeArray(docs: Buffer[]): Buffer {
+/** The size of `docs` as one BSON array value: its length, each element's type, key and document, its end. */
+function arraySize(docs: Buffer[]): number {
   let size = 5;
-  const keys = docs.map((_, i) => String(i));
-  docs.forEach((doc, i) => {
-    size += 2 + keys[i]!.length + doc.length;
-  });
-  const out = Buffer.allocUnsafe(size);
-  out.writeInt32LE(size, 0);
-  let at = 4;
-  docs.forEach((doc, i) => {
+  for (let i = 0; i < docs.length; i++) size += 2 + String(i).length + docs[i]!.length;
+  return size;
+}
+
+/** Writes `docs` as one BSON array value of `size` bytes into `out` at `at`; returns where it ends. */
+function writeArray(out: Buffer, at: number, docs: Buffer[], size: number): number {
+  out.writeInt32LE(size, at);
+  at += 4;
+  for (let i = 0; i < docs.length; i++) {
     out[at++] = 0x03;
-    at += out.write(keys[i]!, at, 'latin1');
+    at += out.write(String(i), at, 'latin1');
     out[at++] = 0;
-    at += doc.copy(out, at);
-  });
+    at += docs[i]!.copy(out, at);
+  }
   out[at] = 0;
-  return out;
+  return at + 1;
 }
 
 export const MAX_BSON_OBJECT_SIZE = 16 * 1024 * 1024;
@@ -71,10 +72,13 @@ export function cursorReply(field: 'firstBatch' | 'nextBatch', docs: Buffer[], i
   const skeleton = asBuffer(BSON.serialize({ cursor: { [field]: [], id: Long.fromBigInt(id), ns, ...extra }, ok: 1 }));
   // outer length, "cursor" element header, cursor length, batch element header: then the empty array (5 bytes).
   const arrayAt = 4 + 1 + 'cursor'.length + 1 + 4 + 1 + field.length + 1;
-  const items = encodeArray(docs);
-  const out = Buffer.concat([skeleton.subarray(0, arrayAt), items, skeleton.subarray(arrayAt + 5)]);
-  const delta = items.length - 5;
+  // One copy of the documents, straight into the reply: a batch may hold 16 MiB of them.
+  const size = arraySize(docs);
+  const out = Buffer.allocUnsafe(skeleton.length - 5 + size);
+  skeleton.copy(out, 0, 0, arrayAt);
+  const end = writeArray(out, arrayAt, docs, size);
+  skeleton.copy(out, end, arrayAt + 5);
   out.writeInt32LE(out.length, 0);
-  out.writeInt32LE(skeleton.readInt32LE(12) + delta, 12);
+  out.writeInt32LE(skeleton.readInt32LE(12) + size - 5, 12);
   return out;
 }

@@ -86,4 +86,18 @@ describe('cursors', () => {
     expect(seen).toHaveLength(99);
     expect(seen).not.toContain(950);
   });
+
+  it('answers batches of large documents, sent as their pieces, byte for byte and split at 16 MiB', async () => {
+    // Each about 3 MiB: a first batch holds five (the sixth would pass 16 MiB), a getMore the rest.
+    const large = Array.from({ length: 8 }, (_, i) => ({ _id: i, body: String.fromCharCode(97 + i).repeat(3 * 1024 * 1024), n: i }));
+    const collection = t.collection('large');
+    for (const doc of large) await collection.insertOne(doc);
+    const first = await t.db.command({ find: 'large', filter: {}, sort: { _id: 1 }, projection: { n: 0 } });
+    expect(first.cursor.firstBatch.map((d: { _id: number }) => d._id)).toEqual([0, 1, 2, 3, 4]);
+    const rest = await t.db.command({ getMore: first.cursor.id, collection: 'large' });
+    const answered = [...first.cursor.firstBatch, ...rest.cursor.nextBatch];
+    expect(answered).toEqual(large.map(({ _id, body }) => ({ _id, body })));
+    // The connection still answers in order after them.
+    expect((await t.db.command({ ping: 1 })).ok).toBe(1);
+  });
 });
