@@ -6,7 +6,7 @@ import { handleMessage } from './commands/dispatch.js';
 import { Engine } from './engine.js';
 import { type Clock, systemClock } from './oplog.js';
 import { Storage } from './storage.js';
-import { MessageFramer } from './wire.js';
+import { MessageFramer, sizeOf } from './wire.js';
 
 export type { Clock } from './oplog.js';
 export { DataDirectoryError } from './storage.js';
@@ -165,7 +165,7 @@ function serveConnection(engine: Engine, socket: Socket, connectionId: number): 
   const send = (reply: Buffer[]): void => {
     if (socket.destroyed) return;
     if (reply.length === 1) socket.write(reply[0]!);
-    else if (reply.reduce((bytes, piece) => bytes + piece.length, 0) < JOIN_BELOW) socket.write(Buffer.concat(reply));
+    else if (sizeOf(reply) < JOIN_BELOW) socket.write(Buffer.concat(reply));
     else {
       // A large reply goes out as its pieces, in one writev: joining them would copy the batch again.
       socket.cork();

@@ -146,7 +146,8 @@ function header(length: number, responseTo: number, opCode: number): Buffer {
 /** A reply: one BSON document, possibly in several consecutive pieces. */
 export type ReplyBody = Buffer[];
 
-function sizeOf(body: ReplyBody): number {
+/** The bytes of a reply or of a whole message in pieces. */
+export function sizeOf(body: ReplyBody): number {
   return body.reduce((sum, piece) => sum + piece.length, 0);
 }
 
